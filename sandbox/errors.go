@@ -1,0 +1,59 @@
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// Errors callers branch on with errors.Is. Operations wrap them in an
+// *fs.PathError (for path operations) or with fmt.Errorf, so the message
+// names the operation and the path while errors.Is still matches.
+var (
+	// ErrEscape: the path resolves outside the sandbox root ("..", an
+	// absolute path elsewhere, a symbolic link pointing out). Nothing was
+	// touched.
+	ErrEscape = errors.New("path escapes the sandbox root")
+
+	// ErrNotFound: the path does not exist. It also matches fs.ErrNotExist.
+	ErrNotFound error = notFound{}
+
+	// ErrUnsupported: the tier cannot do this (for example Exec on the
+	// virtual tier, or a host without PID namespaces).
+	ErrUnsupported = errors.New("not supported by this sandbox")
+
+	// ErrConfig: the sandbox or the call is configured wrongly (missing
+	// root, both Args and Shell set, a bad environment variable...).
+	ErrConfig = errors.New("invalid sandbox configuration")
+
+	// ErrInvalidPath: the path itself is malformed (empty, NUL byte, longer
+	// than MaxPathLen, a bad glob pattern).
+	ErrInvalidPath = errors.New("invalid path")
+
+	// ErrIsDir: a file operation named a directory.
+	ErrIsDir = errors.New("is a directory")
+
+	// ErrNotDir: a path component or an Exec directory is not a directory.
+	ErrNotDir = errors.New("not a directory")
+
+	// ErrTooLarge: the result would exceed MaxFileSize or MaxGlobResults.
+	ErrTooLarge = errors.New("too large")
+
+	// ErrClosed: the sandbox was closed.
+	ErrClosed = errors.New("sandbox is closed")
+)
+
+type notFound struct{}
+
+func (notFound) Error() string { return "no such file or directory" }
+
+// Is lets errors.Is(err, fs.ErrNotExist) hold for ErrNotFound.
+func (notFound) Is(target error) bool { return target == fs.ErrNotExist }
+
+// pathErr builds the error every tier returns for a failed path operation.
+func pathErr(op, path string, err error) error {
+	return &fs.PathError{Op: op, Path: path, Err: err}
+}
+
+// PathError wraps err as an *fs.PathError naming op and path. Tiers use it so
+// messages look alike everywhere ("read ../x: path escapes the sandbox root").
+func PathError(op, path string, err error) error { return pathErr(op, path, err) }

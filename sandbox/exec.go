@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout is how long Exec lets a command run when Command.Timeout
+// is zero.
+const DefaultTimeout = 120 * time.Second
+
+// Command is what Exec runs. Exactly one of Args and Shell is set.
+type Command struct {
+	// Args is the program and its arguments, run without a shell. A program
+	// name without "/" is looked up in the command's own PATH.
+	Args []string
+	// Shell is a command line run by "/bin/sh -c".
+	Shell string
+	// Dir is where the command starts, a path inside the root ("" is the
+	// root). It must exist and be a directory.
+	Dir string
+	// Env adds to (or overrides) the tier's base environment. The base is
+	// never the parent's whole environment; each tier documents its own.
+	Env map[string]string
+	// Stdin is the command's standard input; nil means empty.
+	Stdin io.Reader
+	// Timeout stops the command and every process it started; zero means
+	// DefaultTimeout. Negative is an error.
+	Timeout time.Duration
+	// MaxOutput is how many bytes of each stream are kept (the end is
+	// kept); zero means DefaultMaxOutput.
+	MaxOutput int
+}
+
+// Result is what a command did. Output streams keep their last
+// Command.MaxOutput bytes; the *Size fields count everything printed.
+type Result struct {
+	// ExitCode is the command's exit status. A command ended by a signal
+	// gets 128+N, as a shell reports it, and Signal names the signal.
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	// TimedOut is true when the timeout stopped the command.
+	TimedOut bool
+	// Signal is the signal that ended the command ("SIGKILL"), or "".
+	Signal   string
+	Duration time.Duration
+
+	StdoutTruncated bool
+	StderrTruncated bool
+	StdoutSize      int64
+	StderrSize      int64
+}
+
+// Validate checks cmd and returns it with defaults filled in. Errors match
+// ErrConfig.
+func (cmd Command) Validate() (Command, error) {
+	switch {
+	case len(cmd.Args) == 0 && cmd.Shell == "":
+		return cmd, fmt.Errorf("%w: command is empty: set Args or Shell", ErrConfig)
+	case len(cmd.Args) > 0 && cmd.Shell != "":
+		return cmd, fmt.Errorf("%w: command sets both Args and Shell: set one", ErrConfig)
+	case len(cmd.Args) > 0 && cmd.Args[0] == "":
+		return cmd, fmt.Errorf("%w: program name is empty", ErrConfig)
+	case cmd.Timeout < 0:
+		return cmd, fmt.Errorf("%w: negative timeout %v", ErrConfig, cmd.Timeout)
+	case cmd.MaxOutput < 0:
+		return cmd, fmt.Errorf("%w: negative output limit %d", ErrConfig, cmd.MaxOutput)
+	}
+	for _, a := range append([]string{cmd.Shell}, cmd.Args...) {
+		if strings.IndexByte(a, 0) >= 0 {
+			return cmd, fmt.Errorf("%w: command contains a NUL byte", ErrConfig)
+		}
+	}
+	for k, v := range cmd.Env {
+		if err := checkEnvVar(k, v); err != nil {
+			return cmd, err
+		}
+	}
+	if cmd.Timeout == 0 {
+		cmd.Timeout = DefaultTimeout
+	}
+	if cmd.MaxOutput == 0 {
+		cmd.MaxOutput = DefaultMaxOutput
+	}
+	return cmd, nil
+}
+
+func checkEnvVar(k, v string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("%w: bad environment variable name %q: want NAME=VALUE with a non-empty NAME without '='", ErrConfig, k)
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return fmt.Errorf("%w: environment variable %s contains a NUL byte", ErrConfig, k)
+	}
+	return nil
+}
+
+// ParseEnv turns "K=V" strings (as given on a command line) into a map.
+// Errors match ErrConfig.
+func ParseEnv(kvs []string) (map[string]string, error) {
+	env := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%w: environment entry %q has no '=': write NAME=VALUE", ErrConfig, kv)
+		}
+		if err := checkEnvVar(k, v); err != nil {
+			return nil, err
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// MergeEnv overlays the layers in order (later wins) into a new map.
+func MergeEnv(layers ...map[string]string) map[string]string {
+	m := map[string]string{}
+	for _, l := range layers {
+		maps.Copy(m, l)
+	}
+	return m
+}
+
+// EnvList returns env as a sorted "K=V" list, the form os/exec takes.
+func EnvList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}

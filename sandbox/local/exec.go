@@ -1,0 +1,232 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// defaultPath is the PATH a command gets when hutch itself has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// baseEnv is PATH, HOME and LANG from hutch's environment; nothing else.
+func baseEnv() map[string]string {
+	env := map[string]string{"PATH": defaultPath}
+	for _, k := range []string{"PATH", "HOME", "LANG"} {
+		if v, ok := os.LookupEnv(k); ok && v != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// Exec runs cmd on the host, starting in cmd.Dir under the root, as PID 1
+// of a new PID namespace (see the package documentation).
+func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	cmd, err := cmd.Validate()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	done, err := s.begin(ctx)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	cwd, err := s.workDir(cmd.Dir)
+	done() // a running command does not hold Close back
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	if err := Check(); err != nil {
+		return sandbox.Result{}, err
+	}
+	env := sandbox.MergeEnv(baseEnv(), s.env, cmd.Env)
+	argv := cmd.Args
+	if cmd.Shell != "" {
+		argv = []string{"/bin/sh", "-c", cmd.Shell}
+	}
+	return run(ctx, cmd, argv, cwd, env)
+}
+
+// workDir resolves a Command.Dir to a host path inside the root.
+func (s *Sandbox) workDir(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	rel, err := s.resolve("exec", dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := s.root.Stat(rel)
+	if err != nil {
+		return "", mapErr("exec", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", sandbox.PathError("exec", dir, sandbox.ErrNotDir)
+	}
+	return filepath.Join(s.dir, filepath.FromSlash(rel)), nil
+}
+
+// run starts argv in a new PID namespace and waits for it, its timeout or
+// ctx, whichever comes first.
+func run(ctx context.Context, cmd sandbox.Command, argv []string, cwd string, env map[string]string) (sandbox.Result, error) {
+	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	start := time.Now()
+	prog, err := lookPath(argv[0], env["PATH"], cwd)
+	if err != nil {
+		return notRunnable(argv[0], err, start), nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, cmd.Timeout)
+	defer cancel()
+	c := exec.CommandContext(tctx, prog, argv[1:]...)
+	c.Args[0] = argv[0]
+	c.Dir = cwd
+	c.Env = sandbox.EnvList(env)
+	c.Stdin = cmd.Stdin
+	c.Stdout = stdout
+	c.Stderr = stderr
+	c.SysProcAttr = namespaceAttr()
+	// Killing PID 1 makes the kernel kill the whole namespace.
+	c.Cancel = func() error { return c.Process.Kill() }
+	c.WaitDelay = 5 * time.Second
+	if err := c.Start(); err != nil {
+		if isNotRunnable(err) {
+			return notRunnable(argv[0], err, start), nil
+		}
+		return sandbox.Result{}, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	werr := c.Wait()
+	res := sandbox.Result{
+		Duration:        time.Since(start),
+		Stdout:          stdout.Bytes(),
+		Stderr:          stderr.Bytes(),
+		StdoutTruncated: stdout.Truncated(),
+		StderrTruncated: stderr.Truncated(),
+		StdoutSize:      stdout.Total(),
+		StderrSize:      stderr.Total(),
+	}
+	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok {
+		return res, fmt.Errorf("wait %s: %w", argv[0], werr)
+	}
+	switch {
+	case ws.Exited():
+		res.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		res.ExitCode = 128 + int(ws.Signal())
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("exec %s: %w", argv[0], ctx.Err())
+	}
+	res.TimedOut = errors.Is(tctx.Err(), context.DeadlineExceeded)
+	return res, nil
+}
+
+func isNotRunnable(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EACCES) ||
+		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.EISDIR) || errors.Is(err, errNotExecutable)
+}
+
+// notRunnable is the result a shell would give: 127 for a missing program,
+// 126 for one that cannot be executed.
+func notRunnable(prog string, err error, start time.Time) sandbox.Result {
+	code, why := 126, "permission denied (not executable)"
+	if errors.Is(err, os.ErrNotExist) {
+		code, why = 127, "command not found"
+	}
+	msg := fmt.Sprintf("hutch: %s: %s\n", prog, why)
+	return sandbox.Result{ExitCode: code, Stderr: []byte(msg), StderrSize: int64(len(msg)), Duration: time.Since(start)}
+}
+
+var errNotExecutable = errors.New("not executable")
+
+// lookPath finds prog the way a shell would, but with the command's own
+// PATH and working directory rather than hutch's.
+func lookPath(prog, pathEnv, cwd string) (string, error) {
+	if filepath.Base(prog) != prog || prog == "." || prog == ".." {
+		if !filepath.IsAbs(prog) {
+			prog = filepath.Join(cwd, prog)
+		}
+		return prog, executable(prog)
+	}
+	var firstErr error = os.ErrNotExist
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cwd, dir)
+		}
+		p := filepath.Join(dir, prog)
+		err := executable(p)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) && errors.Is(firstErr, os.ErrNotExist) {
+			firstErr = err
+		}
+	}
+	return "", firstErr
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return errNotExecutable
+	}
+	return nil
+}
+
+// namespaceAttr puts the command in a new session and a new PID namespace,
+// with a user namespace mapping hutch's own ids when hutch is not root.
+func namespaceAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{
+		Setsid:     true,
+		Pdeathsig:  syscall.SIGKILL,
+		Cloneflags: syscall.CLONE_NEWPID,
+	}
+	if uid, gid := os.Getuid(), os.Getgid(); uid != 0 {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+	return attr
+}
+
+var (
+	checkOnce sync.Once
+	checkErr  error
+)
+
+// Check reports whether this host can run local commands in a PID
+// namespace. The answer (nil, or an error matching sandbox.ErrUnsupported
+// that names the missing feature and the fix) is computed once per process.
+func Check() error {
+	checkOnce.Do(func() {
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = namespaceAttr()
+		if err := c.Run(); err != nil {
+			checkErr = fmt.Errorf("%w: cannot create a PID namespace (%v); as a non-root user this needs "+
+				"unprivileged user namespaces: set sysctl user.max_user_namespaces above 0 "+
+				"(and kernel.unprivileged_userns_clone=1 where it exists; on Ubuntu 24.04 "+
+				"kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile allowing userns for hutch), "+
+				"or run as root", sandbox.ErrUnsupported, err)
+		}
+	})
+	return checkErr
+}

@@ -1,0 +1,387 @@
+// Package local is hutch's host tier: a root directory on the host.
+//
+// File operations (Read, Write, Stat, Glob) go through os.Root, which
+// resolves every path component at the system-call level: "..", absolute
+// paths elsewhere and symbolic links pointing out — at any depth, dangling
+// or swapped after a check — fail with sandbox.ErrEscape and nothing outside
+// the root is touched. Absolute symbolic links are refused even when their
+// target is inside the root (os.Root does not follow them).
+//
+// Exec is NOT confined: the command runs on the host with hutch's own user
+// and can reach anything that user can. What the tier does guarantee:
+//
+//   - the working directory is inside the root;
+//   - the environment is exactly PATH, HOME and LANG (taken from hutch's
+//     environment when set) plus what Options.Env and Command.Env add — no
+//     other variable of hutch's environment reaches the command;
+//   - the command is PID 1 of a new PID namespace, so when it exits, times
+//     out or is cancelled, the kernel kills every process it started,
+//     including those that called setsid or double-forked. A consequence:
+//     signals the command sends itself without installing a handler are
+//     ignored, as for any PID 1. When hutch runs without root this needs
+//     unprivileged user namespaces; a host without them reports
+//     ErrUnsupported with the fix (see Check), it never runs the command
+//     with weaker cleanup.
+//
+// Use the local tier for trusted work; use the isolated tier to confine
+// untrusted commands.
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Options configure a local sandbox.
+type Options struct {
+	// Env is added to every command's base environment (PATH, HOME, LANG);
+	// Command.Env overrides it.
+	Env map[string]string
+}
+
+// Sandbox is a host directory. Create one with New; it is safe for
+// concurrent use.
+type Sandbox struct {
+	root    *os.Root
+	dir     string // absolute, symlinks resolved
+	given   string // absolute form of the directory the caller named
+	env     map[string]string
+	prober  sandbox.Prober
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+// New opens dir (which must exist and be a directory) as a sandbox root.
+// Errors match sandbox.ErrConfig.
+func New(dir string, opts Options) (*Sandbox, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: local sandbox needs a root directory", sandbox.ErrConfig)
+	}
+	given, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: root %s: %v", sandbox.ErrConfig, dir, err)
+	}
+	real, err := filepath.EvalSymlinks(given)
+	if err != nil {
+		return nil, fmt.Errorf("%w: root %s: %v", sandbox.ErrConfig, dir, err)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%w: root %s is not a directory", sandbox.ErrConfig, dir)
+	}
+	for k, v := range opts.Env {
+		if _, err := sandbox.ParseEnv([]string{k + "=" + v}); err != nil {
+			return nil, err
+		}
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open root %s: %v", sandbox.ErrConfig, dir, err)
+	}
+	return &Sandbox{root: root, dir: real, given: given, env: opts.Env}, nil
+}
+
+// Root is the absolute root directory with symbolic links resolved.
+func (s *Sandbox) Root() string { return filepath.ToSlash(s.dir) }
+
+// begin guards an operation against Close; the caller must call the
+// returned function when done.
+func (s *Sandbox) begin(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return nil, sandbox.ErrClosed
+	}
+	return s.closeMu.RUnlock, nil
+}
+
+// resolve is the lexical half of the guard; os.Root is the other half.
+// Absolute paths may name the root as the caller gave it or as resolved.
+func (s *Sandbox) resolve(op, p string) (string, error) {
+	rel, err := sandbox.Clean(s.Root(), p)
+	if errors.Is(err, sandbox.ErrEscape) && s.given != s.dir {
+		rel, err = sandbox.Clean(filepath.ToSlash(s.given), p)
+	}
+	if err != nil {
+		return "", sandbox.PathError(op, p, err)
+	}
+	return rel, nil
+}
+
+// Read returns the content of a regular file.
+func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rel, err := s.resolve("read", p)
+	if err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: opening a FIFO planted in the root must not hang.
+	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, mapErr("read", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, mapErr("read", p, err)
+	}
+	switch {
+	case fi.IsDir():
+		return nil, sandbox.PathError("read", p, sandbox.ErrIsDir)
+	case !fi.Mode().IsRegular():
+		return nil, sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
+	case fi.Size() > sandbox.MaxFileSize:
+		return nil, sandbox.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, sandbox.MaxFileSize+1))
+	if err != nil {
+		return nil, mapErr("read", p, err)
+	}
+	if len(data) > sandbox.MaxFileSize {
+		return nil, sandbox.PathError("read", p, sandbox.ErrTooLarge)
+	}
+	return data, nil
+}
+
+// Write replaces the file atomically: the data goes to a temporary file in
+// the same directory, which is synced and then renamed over the target. If
+// p is a symbolic link (inside the root), the file it points to is replaced.
+// A hard link to a file outside the root is replaced, never written
+// through.
+func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	rel, err := s.resolve("write", p)
+	if err != nil {
+		return err
+	}
+	if len(data) > sandbox.MaxFileSize {
+		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+	}
+	target, err := s.followLinks(rel)
+	if err != nil {
+		return sandbox.PathError("write", p, err)
+	}
+	if target == "." {
+		return sandbox.PathError("write", p, sandbox.ErrIsDir)
+	}
+	dir := path.Dir(target)
+	if err := s.root.MkdirAll(dir, 0o755); err != nil {
+		return mapErr("write", p, err)
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := s.root.Lstat(target); err == nil {
+		if fi.IsDir() {
+			return sandbox.PathError("write", p, sandbox.ErrIsDir)
+		}
+		mode = fi.Mode().Perm()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return mapErr("write", p, err)
+	}
+	tmp := path.Join(dir, ".hutch-"+randomSuffix()+".tmp")
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return mapErr("write", p, err)
+	}
+	err = writeSynced(f, data, mode)
+	if err == nil {
+		err = s.root.Rename(tmp, target)
+	}
+	if err != nil {
+		_ = s.root.Remove(tmp)
+		return mapErr("write", p, err)
+	}
+	return nil
+}
+
+func writeSynced(f *os.File, data []byte, mode fs.FileMode) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode) // exact bits, whatever the umask
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// followLinks resolves symbolic links in the last element of rel, staying
+// inside the root. Links in earlier elements are resolved by os.Root itself.
+func (s *Sandbox) followLinks(rel string) (string, error) {
+	for range 40 {
+		fi, err := s.root.Lstat(rel)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return "", unwrapPathErr(err)
+			}
+			return rel, nil
+		}
+		t, err := s.root.Readlink(rel)
+		if err != nil {
+			return "", unwrapPathErr(err)
+		}
+		if path.IsAbs(t) {
+			return "", sandbox.ErrEscape // os.Root never follows absolute links
+		}
+		if rel, err = sandbox.Clean(s.Root(), path.Join(path.Dir(rel), t)); err != nil {
+			return "", err
+		}
+	}
+	return "", syscall.ELOOP
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Stat describes p, following symbolic links inside the root.
+func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	defer done()
+	rel, err := s.resolve("stat", p)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	fi, err := s.root.Stat(rel)
+	if err != nil {
+		return sandbox.FileInfo{}, mapErr("stat", p, err)
+	}
+	return sandbox.FileInfo{Path: rel, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode(), Kind: kindOf(fi.Mode())}, nil
+}
+
+func kindOf(m fs.FileMode) sandbox.Kind {
+	switch {
+	case m.IsDir():
+		return sandbox.KindDir
+	case m.IsRegular():
+		return sandbox.KindFile
+	}
+	return sandbox.KindOther
+}
+
+// Glob matches pattern under the root (see sandbox.Sandbox for the rules).
+func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	pat, dirsOnly, err := sandbox.CleanPattern(s.Root(), pattern)
+	if err != nil {
+		return nil, sandbox.PathError("glob", pattern, err)
+	}
+	return sandbox.GlobFS(ctx, s.root.FS(), pat, dirsOnly)
+}
+
+// Supports reports read, write, glob and stat, and shell when this host can
+// run commands with full process-tree cleanup (see Check).
+func (s *Sandbox) Supports(c sandbox.Capability) bool {
+	switch c {
+	case sandbox.CapRead, sandbox.CapWrite, sandbox.CapGlob, sandbox.CapStat:
+		return true
+	case sandbox.CapShell:
+		return Check() == nil
+	}
+	return false
+}
+
+// Instructions tells a model where it runs and what is guarded.
+func (s *Sandbox) Instructions() string {
+	return fmt.Sprintf("You run on the host machine, in %s. File tools are guarded to %s; "+
+		"the shell is not confined: it runs on the real host with this user's permissions.", s.dir, s.dir)
+}
+
+// Environment probes the host through Exec (memoized per command list).
+func (s *Sandbox) Environment(ctx context.Context, commands ...string) sandbox.Environment {
+	return s.prober.Probe(ctx, s, commands)
+}
+
+// Close releases the root. It waits for running file operations; it does
+// not stop running commands (cancel their context). It is idempotent.
+func (s *Sandbox) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.root.Close()
+}
+
+var (
+	escapeOnce sync.Once
+	escapeErr  error // the error os.Root uses for "path escapes from parent"
+)
+
+// rootEscapeErr learns os.Root's (unexported) escape error once, so it can
+// be matched by identity rather than by its text.
+func rootEscapeErr() error {
+	escapeOnce.Do(func() {
+		r, err := os.OpenRoot(os.TempDir())
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		_, err = r.Stat("..")
+		escapeErr = unwrapPathErr(err)
+	})
+	return escapeErr
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// mapErr translates an os error into the contract's typed errors, keeping
+// the caller's path in the message.
+func mapErr(op, p string, err error) error {
+	inner := unwrapPathErr(err)
+	switch {
+	case inner != nil && inner == rootEscapeErr():
+		inner = sandbox.ErrEscape
+	case errors.Is(inner, fs.ErrNotExist):
+		inner = sandbox.ErrNotFound
+	case errors.Is(inner, syscall.EISDIR):
+		inner = sandbox.ErrIsDir
+	case errors.Is(inner, syscall.ENOTDIR):
+		inner = sandbox.ErrNotDir
+	case errors.Is(inner, syscall.ENAMETOOLONG):
+		inner = fmt.Errorf("%w: name too long", sandbox.ErrInvalidPath)
+	}
+	return sandbox.PathError(op, p, inner)
+}

@@ -1,0 +1,121 @@
+// Package sandbox defines the contract every hutch tier implements: where an
+// agent's tools read, write, glob, stat and execute.
+//
+// The contract is the same on every tier (virtual, local, and the tiers that
+// follow); the conformance suite in package sandboxtest proves it for each.
+//
+//   - Paths are relative to the sandbox root; absolute paths inside the root
+//     are accepted. Anything that resolves outside the root — "..", an
+//     absolute path elsewhere, a symbolic link pointing out at any depth — is
+//     an error matching ErrEscape, and nothing is touched.
+//   - Glob supports "**", returns root-relative slash-separated paths,
+//     sorted, without duplicates (see Glob for the directory rule).
+//   - Write creates missing parent directories and never leaves a torn file.
+//   - Exec returns the exit code, both output streams (bounded in memory) and
+//     why the command stopped. A timeout kills every process it started.
+//   - A capability the tier lacks is an error matching ErrUnsupported.
+package sandbox
+
+import (
+	"context"
+	"io/fs"
+	"time"
+)
+
+// Capability names something a sandbox can do.
+type Capability string
+
+// The capabilities a sandbox may support.
+const (
+	CapRead  Capability = "read"
+	CapWrite Capability = "write"
+	CapGlob  Capability = "glob"
+	CapStat  Capability = "stat"
+	// CapShell is the ability to execute commands (Exec).
+	CapShell Capability = "shell"
+)
+
+// Kind is the type of a filesystem entry, after following symbolic links.
+type Kind string
+
+// The kinds Stat reports.
+const (
+	KindFile  Kind = "file"
+	KindDir   Kind = "dir"
+	KindOther Kind = "other" // devices, sockets, pipes
+)
+
+// FileInfo describes one entry. Stat follows symbolic links that stay inside
+// the root, so Kind is never "symlink".
+type FileInfo struct {
+	Path    string      // root-relative, slash-separated, as Stat resolved it
+	Size    int64       // bytes; 0 for directories
+	ModTime time.Time   // last modification
+	Mode    fs.FileMode // permission bits and type bits
+	Kind    Kind
+}
+
+// Sandbox is the contract shared by every tier. Implementations are safe for
+// concurrent use. After Close every method returns an error matching
+// ErrClosed (Close itself is idempotent).
+type Sandbox interface {
+	// Root is the absolute, slash-separated path that relative paths are
+	// resolved against ("/" for the virtual tier).
+	Root() string
+
+	// Read returns the whole content of the file at path. Files larger than
+	// MaxFileSize are refused with ErrTooLarge; directories with ErrIsDir.
+	Read(ctx context.Context, path string) ([]byte, error)
+
+	// Write replaces the file at path with data, creating missing parent
+	// directories. Readers see either the old or the new content, never a
+	// mix. An existing file keeps its permission bits; a new one gets 0644.
+	Write(ctx context.Context, path string, data []byte) error
+
+	// Glob returns the root-relative paths matching pattern. "**" matches any
+	// number of directories; "*" never crosses "/". A pattern ending in "/"
+	// matches directories only; any other pattern matches everything that is
+	// not a directory. The root itself is never a match. "**" does not
+	// descend into symbolic links to directories. Entries that resolve
+	// outside the root, or do not resolve at all (dangling links), are
+	// dropped. The result is sorted, free of duplicates and never nil; more
+	// than MaxGlobResults matches is ErrTooLarge.
+	Glob(ctx context.Context, pattern string) ([]string, error)
+
+	// Stat describes the entry at path, following symbolic links inside the
+	// root.
+	Stat(ctx context.Context, path string) (FileInfo, error)
+
+	// Exec runs a command and waits for it. err is non-nil only when the
+	// command could not be run at all (bad Command, unsupported tier, closed
+	// sandbox, cancelled context); everything the command itself did — exit
+	// status, signal, timeout — is in the Result.
+	Exec(ctx context.Context, cmd Command) (Result, error)
+
+	// Supports reports whether the tier can do c. An unknown capability is
+	// not supported.
+	Supports(c Capability) bool
+
+	// Instructions is a short plain-text description of where tools act,
+	// meant for a model's system prompt. Empty when there is nothing to say.
+	Instructions() string
+
+	// Environment reports which of the commands exist (DefaultProbeCommands
+	// when none are given) and the locale. It never fails: when the probe
+	// could not run, Environment.Error says why. Results are memoized per
+	// command list for the sandbox's lifetime.
+	Environment(ctx context.Context, commands ...string) Environment
+
+	// Close releases everything the sandbox holds. It is idempotent.
+	Close() error
+}
+
+// Limits that keep a single operation from exhausting hutch's memory.
+const (
+	// MaxFileSize is the largest file Read returns.
+	MaxFileSize = 256 << 20
+	// MaxGlobResults is the largest number of matches Glob returns.
+	MaxGlobResults = 100_000
+	// MaxPathLen is the longest path, in bytes, any operation accepts.
+	MaxPathLen = 4096
+)
