@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -34,6 +35,11 @@ type Command struct {
 	// MaxOutput is how many bytes of each stream are kept (the end is
 	// kept); zero means DefaultMaxOutput.
 	MaxOutput int
+	// Stdout and Stderr, when set, also receive each stream as it is
+	// produced (for live display). The bounded capture in Result is made
+	// either way. A write error stops the copy, and the command then gets
+	// SIGPIPE on its next write, as with a closed pipe.
+	Stdout, Stderr io.Writer
 }
 
 // Result is what a command did. Output streams keep their last
@@ -54,6 +60,46 @@ type Result struct {
 	StderrTruncated bool
 	StdoutSize      int64
 	StderrSize      int64
+}
+
+// Status is the exit status a command-line front end should report: 124
+// when the command timed out, otherwise ExitCode (which is 128+N for a
+// command ended by signal N).
+func (r Result) Status() int {
+	if r.TimedOut {
+		return 124
+	}
+	return r.ExitCode
+}
+
+// MarshalJSON encodes the result with snake_case keys, output as text
+// (invalid UTF-8 is replaced by U+FFFD) and the duration in milliseconds.
+func (r Result) MarshalJSON() ([]byte, error) {
+	return json.Marshal(resultJSON{
+		ExitCode:        r.ExitCode,
+		Stdout:          string(r.Stdout),
+		Stderr:          string(r.Stderr),
+		TimedOut:        r.TimedOut,
+		Signal:          r.Signal,
+		DurationMS:      r.Duration.Milliseconds(),
+		StdoutTruncated: r.StdoutTruncated,
+		StderrTruncated: r.StderrTruncated,
+		StdoutSize:      r.StdoutSize,
+		StderrSize:      r.StderrSize,
+	})
+}
+
+type resultJSON struct {
+	ExitCode        int    `json:"exit_code"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	TimedOut        bool   `json:"timed_out"`
+	Signal          string `json:"signal"`
+	DurationMS      int64  `json:"duration_ms"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	StdoutSize      int64  `json:"stdout_size"`
+	StderrSize      int64  `json:"stderr_size"`
 }
 
 // Validate checks cmd and returns it with defaults filled in. Errors match

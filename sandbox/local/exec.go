@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +85,7 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, cwd string, en
 	start := time.Now()
 	prog, err := lookPath(argv[0], env["PATH"], cwd)
 	if err != nil {
-		return notRunnable(argv[0], err, start), nil
+		return notRunnable(argv[0], err, start, cmd.Stderr), nil
 	}
 	tctx, cancel := context.WithTimeout(ctx, cmd.Timeout)
 	defer cancel()
@@ -93,15 +94,15 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, cwd string, en
 	c.Dir = cwd
 	c.Env = sandbox.EnvList(env)
 	c.Stdin = cmd.Stdin
-	c.Stdout = stdout
-	c.Stderr = stderr
+	c.Stdout = tee(stdout, cmd.Stdout)
+	c.Stderr = tee(stderr, cmd.Stderr)
 	c.SysProcAttr = namespaceAttr()
 	// Killing PID 1 makes the kernel kill the whole namespace.
 	c.Cancel = func() error { return c.Process.Kill() }
 	c.WaitDelay = 5 * time.Second
 	if err := c.Start(); err != nil {
 		if isNotRunnable(err) {
-			return notRunnable(argv[0], err, start), nil
+			return notRunnable(argv[0], err, start, cmd.Stderr), nil
 		}
 		return sandbox.Result{}, fmt.Errorf("start %s: %w", argv[0], err)
 	}
@@ -133,19 +134,29 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, cwd string, en
 	return res, nil
 }
 
+func tee(capture *sandbox.TailBuffer, live io.Writer) io.Writer {
+	if live == nil {
+		return capture
+	}
+	return io.MultiWriter(capture, live)
+}
+
 func isNotRunnable(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EACCES) ||
 		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.EISDIR) || errors.Is(err, errNotExecutable)
 }
 
 // notRunnable is the result a shell would give: 127 for a missing program,
-// 126 for one that cannot be executed.
-func notRunnable(prog string, err error, start time.Time) sandbox.Result {
+// 126 for one that cannot be executed. The message also goes to live, if set.
+func notRunnable(prog string, err error, start time.Time, live io.Writer) sandbox.Result {
 	code, why := 126, "permission denied (not executable)"
 	if errors.Is(err, os.ErrNotExist) {
 		code, why = 127, "command not found"
 	}
 	msg := fmt.Sprintf("hutch: %s: %s\n", prog, why)
+	if live != nil {
+		_, _ = io.WriteString(live, msg)
+	}
 	return sandbox.Result{ExitCode: code, Stderr: []byte(msg), StderrSize: int64(len(msg)), Duration: time.Since(start)}
 }
 

@@ -8,12 +8,15 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
 )
 
-func newLocal(t *testing.T) *local.Sandbox {
-	t.Helper()
-	sb, err := local.New(t.TempDir(), local.Options{})
+func newLocal(t *testing.T) *local.Sandbox { return newLocalB(t) }
+
+func newLocalB(tb testing.TB) *local.Sandbox {
+	tb.Helper()
+	sb, err := local.New(tb.TempDir(), local.Options{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { _ = sb.Close() })
 	return sb
 }
 

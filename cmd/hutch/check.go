@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/tier"
+)
+
+func newCheckCmd() *cobra.Command {
+	var asJSON bool
+	var root string
+	c := &cobra.Command{
+		Use:   "check",
+		Short: "Show which sandbox tiers this host supports, and the local environment",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			report := struct {
+				Tiers       []tier.Status       `json:"tiers"`
+				Environment sandbox.Environment `json:"environment"`
+			}{Tiers: tier.CheckAll()}
+			sb, err := tier.Open(c.Context(), tier.Local, tier.Config{Root: root})
+			if err != nil {
+				report.Environment.Error = err.Error()
+			} else {
+				defer sb.Close()
+				report.Environment = sb.Environment(c.Context())
+			}
+			out := c.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(report)
+			}
+			for _, st := range report.Tiers {
+				state := "supported"
+				if !st.Supported {
+					state = "not supported"
+				}
+				fmt.Fprintf(out, "%-10s %-14s %s\n", st.Tier, state, st.Reason)
+			}
+			env := report.Environment
+			fmt.Fprintf(out, "\nlocal environment (root %s):\n", root)
+			if env.Error != "" {
+				fmt.Fprintf(out, "  could not probe: %s\n", env.Error)
+				return nil
+			}
+			for _, name := range slices.Sorted(maps.Keys(env.Commands)) {
+				ci := env.Commands[name]
+				fmt.Fprintf(out, "  %-8s %-10s %s\n", name, orDash(ci.Version), ci.Path)
+			}
+			fmt.Fprintf(out, "  locale   %s\n", orDash(env.Locale))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().StringVar(&root, "root", ".", "root directory for the local environment probe")
+	return c
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print hutch's version",
+		Args:  cobra.NoArgs,
+		Run: func(c *cobra.Command, _ []string) {
+			fmt.Fprintf(c.OutOrStdout(), "hutch %s (%s, %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		},
+	}
+}
+
+// version is the module version, or "devel" plus the VCS revision when
+// built from a checkout.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	v := "devel"
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			v += " " + s.Value[:min(12, len(s.Value))]
+		}
+	}
+	return strings.TrimSpace(v)
+}

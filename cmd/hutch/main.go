@@ -1,0 +1,66 @@
+// Command hutch runs commands in sandboxes and reports what they did.
+//
+//	hutch run [--tier virtual|local] [--root DIR] [--timeout DUR] [--env K=V]... [--json] -- CMD [ARG...]
+//	hutch check [--json]
+//	hutch version
+//
+// Exit status of "hutch run": the command's own; 124 when it timed out; 125
+// when hutch could not run it (the reason is one line on stderr); 126 not
+// executable; 127 not found; 128+N when killed by signal N.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses hutch itself uses.
+const (
+	exitUsage = 125 // hutch could not run the command
+)
+
+// exitError carries an exit status out of a cobra command.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// execute runs the CLI and returns its exit status. Tests call it directly.
+func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "hutch",
+		Short:         "Sandboxes and permissions for the tools AI agents use",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
+	})
+	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd())
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "hutch: "+oneLine(err.Error()))
+	return exitUsage
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}

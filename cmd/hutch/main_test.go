@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hutch runs the CLI in-process and returns its exit status and output.
+func hutch(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := execute(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/noexec", []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := []string{"run", "--tier", "local", "--root", dir}
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		stderrRE string // substring the one-line reason must contain
+	}{
+		{"success", append(local, "--", "true"), 0, ""},
+		{"command's own status", append(local, "--", "sh", "-c", "exit 7"), 7, ""},
+		{"timeout", append(local, "--timeout", "200ms", "--", "sleep", "10"), 124, "timed out"},
+		{"not executable", append(local, "--", "./noexec"), 126, "not executable"},
+		{"not found", append(local, "--", "hutch-no-such-command"), 127, "not found"},
+		{"shell not found", append(local, "-c", "hutch-no-such-command"), 127, "not found"},
+		{"default tier not built yet", []string{"run", "--", "true"}, 125, "isolated tier is not built yet"},
+		{"virtual has no shell", []string{"run", "--tier", "virtual", "--", "true"}, 125, "no shell"},
+		{"unknown tier", []string{"run", "--tier", "bogus", "--", "true"}, 125, `unknown tier "bogus"`},
+		{"bad flag", append(local, "--bogus", "--", "true"), 125, "unknown flag: --bogus"},
+		{"bad env", append(local, "--env", "NOEQUALS", "--", "true"), 125, "NAME=VALUE"},
+		{"bad timeout", append(local, "--timeout", "-1s", "--", "true"), 125, "--timeout must be positive"},
+		{"unparsable timeout", append(local, "--timeout", "soon", "--", "true"), 125, "invalid argument"},
+		{"no command", local, 125, "no command"},
+		{"both forms", append(local, "-c", "true", "--", "true"), 125, "not both"},
+		{"missing root", []string{"run", "--tier", "local", "--root", dir + "/nope", "--", "true"}, 125, "root"},
+		{"dir escapes", append(local, "--dir", "..", "--", "true"), 125, "escapes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := hutch(t, "", c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, c.code, stderr)
+			}
+			if !strings.Contains(stderr, c.stderrRE) {
+				t.Errorf("stderr %q does not contain %q", stderr, c.stderrRE)
+			}
+			if c.code == 125 && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("reason must be one line, got %q", stderr)
+			}
+		})
+	}
+}
+
+func TestRunStreamsAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(dir+"/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HUTCH_CLI_SECRET", "leak")
+	code, out, errOut := hutch(t, "piped in",
+		"run", "--tier", "local", "--root", dir, "--dir", "sub", "--env", "A=1", "--env", "B=x=y", "--",
+		"sh", "-c", `echo "$A $B $HUTCH_CLI_SECRET"; pwd; cat; echo oops >&2`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := fmt.Sprintf("1 x=y \n%s/sub\npiped in", dir); out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+	if errOut != "oops\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+	// Flags after CMD belong to CMD.
+	code, out, _ = hutch(t, "", "run", "--tier", "local", "--root", dir, "echo", "--json", "-c")
+	if code != 0 || out != "--json -c\n" {
+		t.Errorf("flags after CMD: exit %d, stdout %q", code, out)
+	}
+}
+
+type jsonResult struct {
+	ExitCode        *int    `json:"exit_code"`
+	Stdout          *string `json:"stdout"`
+	Stderr          *string `json:"stderr"`
+	TimedOut        *bool   `json:"timed_out"`
+	Signal          *string `json:"signal"`
+	DurationMS      *int64  `json:"duration_ms"`
+	StdoutTruncated *bool   `json:"stdout_truncated"`
+	StderrTruncated *bool   `json:"stderr_truncated"`
+}
+
+func decodeOne(t *testing.T, out string) jsonResult {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	var r jsonResult
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("stdout is not JSON: %v: %q", err, out)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one JSON value: %q", out)
+	}
+	if r.ExitCode == nil || r.Stdout == nil || r.Stderr == nil || r.TimedOut == nil || r.Signal == nil ||
+		r.DurationMS == nil || r.StdoutTruncated == nil || r.StderrTruncated == nil {
+		t.Fatalf("JSON lacks a required key: %q", out)
+	}
+	return r
+}
+
+func TestRunJSON(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := hutch(t, "", "run", "--tier", "local", "--root", dir, "--json", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+	r := decodeOne(t, out)
+	if code != 3 || *r.ExitCode != 3 || *r.Stdout != "out\n" || *r.Stderr != "err\n" || *r.TimedOut || *r.Signal != "" {
+		t.Errorf("exit %d, result %s", code, out)
+	}
+	code, out, _ = hutch(t, "", "run", "--tier", "local", "--root", dir, "--json", "--timeout", "200ms", "--", "sh", "-c", "echo before; sleep 10")
+	r = decodeOne(t, out)
+	if code != 124 || !*r.TimedOut || *r.Signal != "SIGKILL" || *r.Stdout != "before\n" {
+		t.Errorf("timeout: exit %d, result %s", code, out)
+	}
+	code, out, _ = hutch(t, "", "run", "--tier", "local", "--root", dir, "--json", "-c", "head -c 2000000 /dev/zero | tr '\\0' a")
+	r = decodeOne(t, out)
+	if code != 0 || !*r.StdoutTruncated || len(*r.Stdout) != 1<<20 {
+		t.Errorf("flood: exit %d, truncated %v, kept %d", code, *r.StdoutTruncated, len(*r.Stdout))
+	}
+}
+
+// A command killed by a signal from outside exits 128+N and names it.
+func TestRunKilledBySignal(t *testing.T) {
+	dir := t.TempDir()
+	marker := fmt.Sprintf("1000.%d", time.Now().UnixNano()%1000000)
+	type outcome struct {
+		code int
+		out  string
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		code, out, _ := hutch(t, "", "run", "--tier", "local", "--root", dir, "--json", "--timeout", "20s", "--", "sleep", marker)
+		done <- outcome{code, out}
+	}()
+	pid := waitForProcess(t, marker)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	r := decodeOne(t, o.out)
+	if o.code != 137 || *r.Signal != "SIGKILL" || *r.ExitCode != 137 || *r.TimedOut {
+		t.Errorf("exit %d, result %s", o.code, o.out)
+	}
+}
+
+func waitForProcess(t *testing.T, marker string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err == nil && bytes.Contains(b, []byte(marker)) {
+				pid, _ := strconv.Atoi(e.Name())
+				return pid
+			}
+		}
+	}
+	t.Fatalf("process %s never appeared", marker)
+	return 0
+}
+
+func TestCheckAndVersion(t *testing.T) {
+	code, out, errOut := hutch(t, "", "check")
+	if code != 0 || !strings.Contains(out, "virtual") || !strings.Contains(out, "local ") || !strings.Contains(out, "sh ") {
+		t.Errorf("check: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, _ = hutch(t, "", "check", "--json")
+	var rep struct {
+		Tiers []struct {
+			Tier      string
+			Supported bool
+			Reason    string
+		}
+		Environment struct {
+			Commands map[string]struct{ Path string }
+			Error    string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("check --json: exit %d, %v: %q", code, err, out)
+	}
+	got := map[string]bool{}
+	for _, s := range rep.Tiers {
+		got[s.Tier] = s.Supported
+		if !s.Supported && s.Reason == "" {
+			t.Errorf("unsupported tier %s without a reason", s.Tier)
+		}
+	}
+	if !got["virtual"] || !got["local"] || got["isolated"] {
+		t.Errorf("tiers: %+v", rep.Tiers)
+	}
+	if rep.Environment.Error != "" || rep.Environment.Commands["sh"].Path == "" {
+		t.Errorf("environment: %+v", rep.Environment)
+	}
+	code, out, _ = hutch(t, "", "version")
+	if code != 0 || !strings.HasPrefix(out, "hutch ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+}

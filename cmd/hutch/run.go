@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/tier"
+)
+
+type runFlags struct {
+	tier    string
+	root    string
+	dir     string
+	timeout time.Duration
+	env     []string
+	shell   string
+	json    bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG...]",
+		Short: "Run a command in a sandbox",
+		Long: `Run a command in a sandbox and exit with its status.
+
+Exit status: the command's own; 124 when it timed out; 125 when hutch could
+not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`,
+		Example: `  hutch run --tier local -- ls -la
+  hutch run --tier local --timeout 5s -c 'make test | tail -n 20'
+  hutch run --tier local --json --env GREETING=hi -- sh -c 'echo $GREETING'`,
+		RunE: func(c *cobra.Command, args []string) error { return runRun(c, f, args) },
+	}
+	fl := c.Flags()
+	fl.SetInterspersed(false) // flags after CMD belong to CMD
+	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: virtual, local (isolated, container, remote: not built yet)")
+	fl.StringVar(&f.root, "root", ".", "the sandbox root directory (local tier)")
+	fl.StringVar(&f.dir, "dir", "", "where the command starts, inside the root (default: the root)")
+	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultTimeout, "stop the command and everything it started after this long")
+	fl.StringArrayVar(&f.env, "env", nil, "add NAME=VALUE to the command's environment (repeatable)")
+	fl.StringVarP(&f.shell, "shell", "c", "", "run this command line with /bin/sh -c instead of CMD ARG...")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object with the result instead of streaming output")
+	return c
+}
+
+func runRun(c *cobra.Command, f runFlags, args []string) error {
+	cmd, err := buildCommand(f, args)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	sb, err := tier.Open(ctx, f.tier, tier.Config{Root: f.root})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	cmd.Stdin = c.InOrStdin()
+	if !f.json {
+		cmd.Stdout, cmd.Stderr = c.OutOrStdout(), c.ErrOrStderr()
+	}
+	res, err := sb.Exec(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		if err := json.NewEncoder(c.OutOrStdout()).Encode(res); err != nil {
+			return err
+		}
+	} else if res.TimedOut {
+		fmt.Fprintf(c.ErrOrStderr(), "hutch: timed out after %v; every process it started was killed\n", cmd.Timeout)
+	}
+	if st := res.Status(); st != 0 {
+		return exitError{st}
+	}
+	return nil
+}
+
+func buildCommand(f runFlags, args []string) (sandbox.Command, error) {
+	switch {
+	case f.shell != "" && len(args) > 0:
+		return sandbox.Command{}, fmt.Errorf("give either -c 'command line' or -- CMD [ARG...], not both")
+	case f.shell == "" && len(args) == 0:
+		return sandbox.Command{}, fmt.Errorf("no command: write hutch run [flags] -- CMD [ARG...] or hutch run -c 'command line'")
+	case f.timeout <= 0:
+		return sandbox.Command{}, fmt.Errorf("--timeout must be positive, got %v", f.timeout)
+	}
+	env, err := sandbox.ParseEnv(f.env)
+	if err != nil {
+		return sandbox.Command{}, err
+	}
+	cmd := sandbox.Command{Args: args, Shell: f.shell, Dir: f.dir, Env: env, Timeout: f.timeout}
+	return cmd.Validate()
+}

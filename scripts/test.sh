@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every hutch test, installing what the tests need first.
+# Usage: scripts/test.sh        (CI: .ci/run calls this same script)
+# Needs: root (or sudo) for apt-get when a tool is missing; Go >= 1.26.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$(go env GOPATH)/bin:$PATH"
+STATICCHECK_VERSION=v0.8.2
+FUZZTIME=${FUZZTIME:-10s}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Debian packages the tests use: sh, coreutils (head, sleep, env, cat),
+# util-linux (setsid), procps. Installed only when missing.
+missing=()
+for pair in sh:dash head:coreutils setsid:util-linux ps:procps; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+
+echo "== go modules"
+go mod download
+
+if ! command -v staticcheck >/dev/null 2>&1 || ! staticcheck -version | grep -q "${STATICCHECK_VERSION#v}"; then
+  echo "== installing staticcheck $STATICCHECK_VERSION"
+  go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+fi
+
+echo "== gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then echo "gofmt needed on: $unformatted"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck"
+staticcheck ./...
+
+echo "== CGO_ENABLED=0 build"
+CGO_ENABLED=0 go build -o /dev/null ./cmd/hutch
+
+echo "== go test"
+go test -count=1 ./...
+
+echo "== go test -race (concurrency-sensitive packages)"
+go test -race -count=1 ./sandbox/ ./sandbox/virtual/
+
+echo "== fuzz ($FUZZTIME each)"
+for pkg in $(go list ./...); do
+  for f in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+    echo "-- $pkg $f"
+    go test -run '^$' -fuzz "^$f\$" -fuzztime "$FUZZTIME" "$pkg"
+  done
+done
+
+echo "== all tests passed"

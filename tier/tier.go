@@ -1,0 +1,102 @@
+// Package tier opens a sandbox by tier name and reports which tiers this
+// host supports. It is the one place that knows every tier, so front ends
+// (the CLI, the MCP server) stay free of tier-specific wiring.
+package tier
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/local"
+	"github.com/hutchsandbox/hutch/sandbox/virtual"
+)
+
+// Tier names.
+const (
+	Virtual   = "virtual"
+	Local     = "local"
+	Isolated  = "isolated"
+	Container = "container"
+	Remote    = "remote"
+)
+
+// Names lists every tier, narrowest first.
+var Names = []string{Virtual, Local, Isolated, Container, Remote}
+
+// Config is what opening a tier may use. Tiers ignore what they do not need.
+type Config struct {
+	// Root is the host directory for tiers that have one (local).
+	Root string
+	// Env is added to every command's base environment.
+	Env map[string]string
+}
+
+// Open returns a sandbox of the named tier. An unknown name is an error
+// matching sandbox.ErrConfig; a known tier this build or host cannot
+// provide is an error matching sandbox.ErrUnsupported that says why.
+func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch name {
+	case Virtual:
+		return virtual.New(), nil
+	case Local:
+		return local.New(cfg.Root, local.Options{Env: cfg.Env})
+	}
+	if st := Check(name); !st.Supported {
+		return nil, st.err
+	}
+	return nil, fmt.Errorf("tier %s: %w", name, sandbox.ErrUnsupported)
+}
+
+// Status says whether a tier can be used on this host, and if not, why and
+// how to fix it.
+type Status struct {
+	Tier      string `json:"tier"`
+	Supported bool   `json:"supported"`
+	// Reason explains an unsupported tier (with the fix where there is
+	// one), or notes how a supported one works.
+	Reason string `json:"reason"`
+	err    error
+}
+
+// Check reports the status of one tier.
+func Check(name string) Status {
+	st := Status{Tier: name, Supported: true}
+	switch name {
+	case Virtual:
+		st.Reason = "in memory; no shell"
+	case Local:
+		if err := local.Check(); err != nil {
+			st.Supported, st.err = false, err
+		} else {
+			st.Reason = "host directory; file tools guarded by os.Root; commands unconfined, run as PID 1 of a new PID namespace"
+		}
+	case Isolated, Container, Remote:
+		st.Supported = false
+		st.err = fmt.Errorf("the %s tier is not built yet: use --tier local or --tier virtual: %w", name, sandbox.ErrUnsupported)
+	default:
+		st.Supported = false
+		st.err = fmt.Errorf("%w: unknown tier %q: choose one of %s", sandbox.ErrConfig, name, strings.Join(Names, ", "))
+	}
+	if st.err != nil {
+		st.Reason = st.err.Error()
+	}
+	return st
+}
+
+// CheckAll reports every tier, in the order of Names.
+func CheckAll() []Status {
+	out := make([]Status, 0, len(Names))
+	for _, n := range Names {
+		out = append(out, Check(n))
+	}
+	return out
+}
+
+// Known reports whether name is a tier name.
+func Known(name string) bool { return slices.Contains(Names, name) }
