@@ -35,7 +35,10 @@ func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]s
 		out = append(out, p)
 		return nil
 	}
-	err := doublestar.GlobWalk(fsys, pattern, walk, doublestar.WithNoFollow())
+	err := doublestar.GlobWalk(ctxFS{ctx, fsys}, pattern, walk, doublestar.WithNoFollow())
+	if err == nil {
+		err = ctx.Err() // a cancelled walk with no match is still cancelled
+	}
 	if err != nil {
 		if errors.Is(err, doublestar.ErrBadPattern) {
 			return nil, fmt.Errorf("glob %s: %w", pattern, ErrInvalidPath)
@@ -45,3 +48,19 @@ func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]s
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
+
+// ctxFS stops directory listing once ctx is done, so a walk that matches
+// nothing can still be cancelled.
+type ctxFS struct {
+	ctx context.Context
+	fs.FS
+}
+
+func (c ctxFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := c.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return fs.ReadDir(c.FS, name)
+}
+
+func (c ctxFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(c.FS, name) }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -59,11 +60,11 @@ func (p *Prober) Probe(ctx context.Context, sb Sandbox, commands []string) Envir
 	if len(commands) == 0 {
 		commands = DefaultProbeCommands
 	}
-	key := strings.Join(commands, "\x00")
+	key := fmt.Sprintf("%q", commands) // unambiguous, unlike a join
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if env, ok := p.cache[key]; ok {
-		return env
+		return env.clone()
 	}
 	env := probe(ctx, sb, commands)
 	if p.cache == nil {
@@ -74,7 +75,13 @@ func (p *Prober) Probe(ctx context.Context, sb Sandbox, commands []string) Envir
 	if ctx.Err() == nil {
 		p.cache[key] = env
 	}
-	return env
+	return env.clone()
+}
+
+// clone copies the Commands map so callers cannot change a cached answer.
+func (e Environment) clone() Environment {
+	e.Commands = maps.Clone(e.Commands)
+	return e
 }
 
 func probe(ctx context.Context, sb Sandbox, commands []string) Environment {

@@ -1,0 +1,224 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"testing"
+	"testing/fstest"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+func testFS() fstest.MapFS {
+	return fstest.MapFS{
+		"a.txt":        {Data: []byte("a")},
+		"b/c.txt":      {Data: []byte("c")},
+		"b/d/e.go":     {Data: []byte("e")},
+		"b/d/f.txt":    {Data: []byte("f")},
+		".hidden":      {Data: []byte("h")},
+		"empty":        {Mode: fs.ModeDir | 0o755},
+		"dangling":     {Data: []byte("nowhere"), Mode: fs.ModeSymlink},
+		"filelink":     {Data: []byte("a.txt"), Mode: fs.ModeSymlink},
+		"dirlink":      {Data: []byte("b/d"), Mode: fs.ModeSymlink},
+		"outlink":      {Data: []byte("../etc/passwd"), Mode: fs.ModeSymlink},
+		"weird name[]": {Data: []byte("w")},
+	}
+}
+
+func TestGlobFS(t *testing.T) {
+	tests := []struct {
+		pattern  string
+		dirsOnly bool
+		want     []string
+	}{
+		{"*.txt", false, []string{"a.txt"}},
+		{"**/*.txt", false, []string{"a.txt", "b/c.txt", "b/d/f.txt"}},
+		{"b/**/*.go", false, []string{"b/d/e.go"}},
+		// Files (and links to files) only; dangling and escaping links dropped.
+		{"*", false, []string{".hidden", "a.txt", "filelink", "weird name[]"}},
+		{"**", false, []string{".hidden", "a.txt", "b/c.txt", "b/d/e.go", "b/d/f.txt", "filelink", "weird name[]"}},
+		// Directories only; the root is never a match, links to dirs are
+		// matched but not descended into.
+		{"**", true, []string{"b", "b/d", "dirlink", "empty"}},
+		{"*", true, []string{"b", "dirlink", "empty"}},
+		{".", true, []string{}},
+		{".", false, []string{}},
+		{"b", false, []string{}},
+		{"b", true, []string{"b"}},
+		{"a.txt", true, []string{}},
+		{"a.txt", false, []string{"a.txt"}},
+		{"dirlink/*", false, []string{"dirlink/e.go", "dirlink/f.txt"}},
+		// Sorted and de-duplicated.
+		{"{b/c.txt,a.txt,b/c.txt}", false, []string{"a.txt", "b/c.txt"}},
+		{"{**/*.txt,b/**/*.txt,*.txt}", false, []string{"a.txt", "b/c.txt", "b/d/f.txt"}},
+		{"weird name\\[\\]", false, []string{"weird name[]"}},
+		// No match is an empty, non-nil list.
+		{"*.none", false, []string{}},
+		{"nope/**", false, []string{}},
+		{"**/*.none", true, []string{}},
+		// Brace alternatives that try to leave the root find nothing there.
+		{"{..,b}/*.txt", false, []string{"b/c.txt"}},
+		{"{../..,.}/*.txt", false, []string{"a.txt"}},
+	}
+	fsys := testFS()
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%v", tt.pattern, tt.dirsOnly), func(t *testing.T) {
+			got, err := sandbox.GlobFS(bg, fsys, tt.pattern, tt.dirsOnly)
+			if err != nil {
+				t.Fatalf("GlobFS(%q, %v) error = %v", tt.pattern, tt.dirsOnly, err)
+			}
+			if got == nil {
+				t.Fatalf("GlobFS(%q, %v) = nil, want non-nil", tt.pattern, tt.dirsOnly)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("GlobFS(%q, %v) = %q, want %q", tt.pattern, tt.dirsOnly, got, tt.want)
+			}
+		})
+	}
+}
+
+// CleanPattern and GlobFS together, as the tiers use them.
+func TestGlobFSWithCleanPattern(t *testing.T) {
+	tests := []struct {
+		pattern string
+		want    []string
+		err     error
+	}{
+		{"/r/**/", []string{"b", "b/d", "dirlink", "empty"}, nil},
+		{"**/", []string{"b", "b/d", "dirlink", "empty"}, nil},
+		{"./b/", []string{"b"}, nil},
+		{"/r/b/*.txt", []string{"b/c.txt"}, nil},
+		{"b/x/../d/*", []string{"b/d/e.go", "b/d/f.txt"}, nil},
+		{"/r/", []string{}, nil},
+		{"../*", nil, sandbox.ErrEscape},
+		{"/etc/*", nil, sandbox.ErrEscape},
+		{"[", nil, sandbox.ErrInvalidPath},
+	}
+	fsys := testFS()
+	for _, tt := range tests {
+		pat, dirs, err := sandbox.CleanPattern("/r", tt.pattern)
+		var got []string
+		if err == nil {
+			got, err = sandbox.GlobFS(bg, fsys, pat, dirs)
+		}
+		if tt.err != nil {
+			if !errors.Is(err, tt.err) {
+				t.Errorf("glob %q: error %v, want %v", tt.pattern, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("glob %q = %q, %v; want %q", tt.pattern, got, err, tt.want)
+		}
+	}
+}
+
+func TestGlobFSBadPattern(t *testing.T) {
+	for _, p := range []string{"[", "{a", "a/[b", "}", `x\`} {
+		got, err := sandbox.GlobFS(bg, testFS(), p, false)
+		if !errors.Is(err, sandbox.ErrInvalidPath) || got != nil {
+			t.Errorf("GlobFS(%q) = %q, %v; want ErrInvalidPath", p, got, err)
+		}
+	}
+}
+
+func TestGlobFSCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	for _, p := range []string{"**", "*.txt", "b/c.txt", "**/*.none", "nothing"} {
+		got, err := sandbox.GlobFS(ctx, testFS(), p, false)
+		if !errors.Is(err, context.Canceled) || got != nil {
+			t.Errorf("GlobFS(%q) with a cancelled context = %q, %v; want context.Canceled", p, got, err)
+		}
+	}
+}
+
+// TestGlobFSCancelMidWalk cancels while the walk runs: it stops early.
+func TestGlobFSCancelMidWalk(t *testing.T) {
+	fsys := fstest.MapFS{}
+	for i := range 200 {
+		fsys[fmt.Sprintf("d%03d/f", i)] = &fstest.MapFile{}
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	counting := &cancelAfterFS{FS: fsys, n: 50, cancel: cancel}
+	_, err := sandbox.GlobFS(ctx, counting, "**", false)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("GlobFS after cancellation = %v, want context.Canceled", err)
+	}
+	if counting.stats > 60 {
+		t.Fatalf("walk went on for %d stats after cancellation at 50", counting.stats)
+	}
+}
+
+// cancelAfterFS cancels a context once it has answered n Stat calls.
+type cancelAfterFS struct {
+	fs.FS
+	n, stats int
+	cancel   func()
+}
+
+func (c *cancelAfterFS) Stat(name string) (fs.FileInfo, error) {
+	c.stats++
+	if c.stats == c.n {
+		c.cancel()
+	}
+	return fs.Stat(c.FS, name)
+}
+
+func TestGlobFSTooMany(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a large file system")
+	}
+	fsys := fstest.MapFS{}
+	for i := range sandbox.MaxGlobResults {
+		fsys[fmt.Sprintf("d%03d/f%05d", i%100, i)] = &fstest.MapFile{}
+	}
+	got, err := sandbox.GlobFS(bg, fsys, "**", false)
+	if err != nil || len(got) != sandbox.MaxGlobResults {
+		t.Fatalf("GlobFS with exactly MaxGlobResults matches = %d results, %v", len(got), err)
+	}
+	fsys["one/more"] = &fstest.MapFile{}
+	got, err = sandbox.GlobFS(bg, fsys, "**", false)
+	if !errors.Is(err, sandbox.ErrTooLarge) || got != nil {
+		t.Fatalf("GlobFS with MaxGlobResults+1 matches = %d results, %v; want ErrTooLarge", len(got), err)
+	}
+	// Directories count separately: only 101 of them.
+	if got, err := sandbox.GlobFS(bg, fsys, "**", true); err != nil || len(got) != 101 {
+		t.Fatalf("GlobFS dirs = %d, %v", len(got), err)
+	}
+}
+
+// messyFS lists directories in reverse order with every entry twice, as a
+// file system is free to do; GlobFS must still sort and de-duplicate.
+type messyFS struct{ fstest.MapFS }
+
+func (m messyFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	es, err := m.MapFS.ReadDir(name)
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(es)
+	return append(es, es...), nil
+}
+
+func TestGlobFSSortsAndDedups(t *testing.T) {
+	fsys := messyFS{fstest.MapFS{"a": {}, "b": {}, "c/d": {}, "c/e": {}}}
+	for _, tt := range []struct {
+		pattern  string
+		dirsOnly bool
+		want     []string
+	}{
+		{"*", false, []string{"a", "b"}},
+		{"**", false, []string{"a", "b", "c/d", "c/e"}},
+		{"**", true, []string{"c"}},
+	} {
+		got, err := sandbox.GlobFS(bg, fsys, tt.pattern, tt.dirsOnly)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("GlobFS(%q, %v) over an unsorted FS = %q, %v; want %q", tt.pattern, tt.dirsOnly, got, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,416 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+func TestParseProbe(t *testing.T) {
+	out := strings.Join([]string{
+		"locale=C.UTF-8",
+		"cmd=python3\t/usr/bin/python3\tPython 3.11.7",
+		"cmd=node\t/usr/local/bin/node\tv20.1.0",
+		"cmd=bash\t/bin/bash\tGNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu)",
+		"cmd=sh\t/bin/sh\t",                          // printed nothing
+		"cmd=dash\t/bin/dash",                        // no version field at all
+		"cmd=weird\t/opt/weird\tweird has no number", // no dotted number
+		"cmd=tabs\t/t\tname\tv1.2\tmore",             // version field keeps its tabs
+		"cmd=\t/nobody\t1.0",                         // empty name: ignored
+		"cmd=python2",                                // no path: ignored
+		"cmd=",                                       // ignored
+		"garbage line",
+		" locale=ignored", // not at line start
+		"Cmd=x\t/x\t1.0",  // case matters
+		"",
+	}, "\n")
+	var env sandbox.Environment
+	sandbox.ParseProbe(out, &env)
+	want := map[string]sandbox.CommandInfo{
+		"python3": {Path: "/usr/bin/python3", Version: "3.11.7"},
+		"node":    {Path: "/usr/local/bin/node", Version: "20.1.0"},
+		"bash":    {Path: "/bin/bash", Version: "5.2.15"},
+		"sh":      {Path: "/bin/sh", Version: ""},
+		"dash":    {Path: "/bin/dash", Version: ""},
+		"weird":   {Path: "/opt/weird", Version: ""},
+		"tabs":    {Path: "/t", Version: "1.2"},
+	}
+	if !maps.Equal(env.Commands, want) {
+		t.Errorf("Commands = %v\nwant       %v", env.Commands, want)
+	}
+	if env.Locale != "C.UTF-8" {
+		t.Errorf("Locale = %q, want C.UTF-8", env.Locale)
+	}
+	if env.Error != "" {
+		t.Errorf("Error = %q, want empty", env.Error)
+	}
+}
+
+func TestParseProbeVersion(t *testing.T) {
+	tests := []struct{ line, want string }{
+		{"Python 3.11.7", "3.11.7"},
+		{"v20.1.0", "20.1.0"},
+		{"GNU bash, version 5.2.15(1)-release", "5.2.15"},
+		{"ruby 3.2.2 (2023-03-30 revision e51014f9c0) [x86_64-linux]", "3.2.2"},
+		{"go version go1.22.0 linux/amd64", "1.22.0"},
+		{"BusyBox v1.36.1 (2023-11-07 18:53:09 UTC) multi-call binary.", "1.36.1"},
+		{"tool 10.0", "10.0"},
+		{"version 5", ""}, // not dotted
+		{"1.", ""},
+		{"no number here", ""},
+		{"", ""},
+		{"x 1.2.3.4.5 y 6.7", "1.2.3.4.5"},
+	}
+	for _, tt := range tests {
+		var env sandbox.Environment
+		sandbox.ParseProbe("cmd=c\t/bin/c\t"+tt.line, &env)
+		if got := env.Commands["c"]; got.Version != tt.want || got.Path != "/bin/c" {
+			t.Errorf("version of %q = %+v, want %q", tt.line, got, tt.want)
+		}
+	}
+}
+
+func TestParseProbeMerges(t *testing.T) {
+	env := sandbox.Environment{
+		Commands: map[string]sandbox.CommandInfo{"old": {Path: "/old"}, "sh": {Path: "/stale"}},
+		Locale:   "before",
+	}
+	sandbox.ParseProbe("cmd=sh\t/bin/sh\t\nlocale=\n", &env)
+	if env.Commands["old"].Path != "/old" || env.Commands["sh"].Path != "/bin/sh" {
+		t.Errorf("Commands = %v", env.Commands)
+	}
+	if env.Locale != "" {
+		t.Errorf("Locale = %q, want the empty locale the probe printed", env.Locale)
+	}
+	// A later locale line wins; empty output leaves a usable map.
+	var e2 sandbox.Environment
+	sandbox.ParseProbe("", &e2)
+	if e2.Commands == nil || len(e2.Commands) != 0 || e2.Locale != "" {
+		t.Errorf("ParseProbe(\"\") = %+v", e2)
+	}
+	sandbox.ParseProbe("locale=a\nlocale=b", &e2)
+	if e2.Locale != "b" {
+		t.Errorf("Locale = %q, want b", e2.Locale)
+	}
+}
+
+// fakeSB is a Sandbox whose Exec returns canned results and counts calls.
+type fakeSB struct {
+	shell bool
+	exec  func(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error)
+
+	mu    sync.Mutex
+	calls int
+	cmds  []sandbox.Command
+}
+
+func (f *fakeSB) Root() string { return "/fake" }
+func (f *fakeSB) Read(context.Context, string) ([]byte, error) {
+	return nil, sandbox.ErrUnsupported
+}
+func (f *fakeSB) Write(context.Context, string, []byte) error { return sandbox.ErrUnsupported }
+func (f *fakeSB) Glob(context.Context, string) ([]string, error) {
+	return nil, sandbox.ErrUnsupported
+}
+func (f *fakeSB) Stat(context.Context, string) (sandbox.FileInfo, error) {
+	return sandbox.FileInfo{}, sandbox.ErrUnsupported
+}
+func (f *fakeSB) Supports(c sandbox.Capability) bool { return c == sandbox.CapShell && f.shell }
+func (f *fakeSB) Instructions() string               { return "" }
+func (f *fakeSB) Close() error                       { return nil }
+func (f *fakeSB) Environment(ctx context.Context, commands ...string) sandbox.Environment {
+	return sandbox.Environment{Error: "not used"}
+}
+
+func (f *fakeSB) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	f.mu.Lock()
+	f.calls++
+	f.cmds = append(f.cmds, cmd)
+	f.mu.Unlock()
+	if f.exec == nil {
+		return sandbox.Result{}, errors.New("no exec configured")
+	}
+	return f.exec(ctx, cmd)
+}
+
+func (f *fakeSB) Calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+var _ sandbox.Sandbox = (*fakeSB)(nil)
+
+// probeArgs is the tail of the probe command: the names probed for.
+func probeArgs(t *testing.T, cmd sandbox.Command) []string {
+	t.Helper()
+	if len(cmd.Args) < 4 || cmd.Args[0] != "/bin/sh" || cmd.Args[1] != "-c" || cmd.Shell != "" {
+		t.Fatalf("probe command = %q / Shell %q, want /bin/sh -c SCRIPT NAME ARGS...", cmd.Args, cmd.Shell)
+	}
+	if cmd.Timeout != sandbox.ProbeTimeout {
+		t.Errorf("probe Timeout = %v, want %v", cmd.Timeout, sandbox.ProbeTimeout)
+	}
+	if _, err := cmd.Validate(); err != nil {
+		t.Errorf("probe command does not validate: %v", err)
+	}
+	return cmd.Args[4:]
+}
+
+// answer prints a probe output line for each name.
+func answer(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	var b strings.Builder
+	b.WriteString("locale=en_US.UTF-8\n")
+	for _, c := range cmd.Args[4:] {
+		fmt.Fprintf(&b, "cmd=%s\t/usr/bin/%s\t%s 1.2.3\n", c, c, c)
+	}
+	return sandbox.Result{Stdout: []byte(b.String())}, nil
+}
+
+var bg = context.Background()
+
+func TestProberMemoizes(t *testing.T) {
+	sb := &fakeSB{shell: true, exec: answer}
+	var p sandbox.Prober
+	first := p.Probe(bg, sb, []string{"python3", "node"})
+	second := p.Probe(bg, sb, []string{"python3", "node"})
+	if sb.Calls() != 1 {
+		t.Fatalf("same list probed %d times, want 1", sb.Calls())
+	}
+	if first.Error != "" || first.Locale != "en_US.UTF-8" || len(first.Commands) != 2 ||
+		first.Commands["node"] != (sandbox.CommandInfo{Path: "/usr/bin/node", Version: "1.2.3"}) {
+		t.Fatalf("Probe = %+v", first)
+	}
+	if !maps.Equal(first.Commands, second.Commands) || first.Locale != second.Locale {
+		t.Fatalf("memoized answer differs: %+v vs %+v", first, second)
+	}
+	if got := probeArgs(t, sb.cmds[0]); !slices.Equal(got, []string{"python3", "node"}) {
+		t.Fatalf("probed names = %q", got)
+	}
+	// The names are arguments, never part of the script.
+	if strings.Contains(sb.cmds[0].Args[2], "python3") {
+		t.Fatalf("command name interpolated into the script")
+	}
+
+	// Different lists are probed separately, each once.
+	p.Probe(bg, sb, []string{"ruby"})
+	p.Probe(bg, sb, []string{"node", "python3"})
+	p.Probe(bg, sb, []string{"python3"})
+	p.Probe(bg, sb, []string{"ruby"})
+	p.Probe(bg, sb, []string{"node", "python3"})
+	if sb.Calls() != 4 {
+		t.Fatalf("Exec called %d times for 4 distinct lists, want 4", sb.Calls())
+	}
+	if env := p.Probe(bg, sb, []string{"ruby"}); len(env.Commands) != 1 || env.Commands["ruby"].Path != "/usr/bin/ruby" {
+		t.Fatalf("Probe(ruby) = %+v", env)
+	}
+}
+
+func TestProberDefaultCommands(t *testing.T) {
+	sb := &fakeSB{shell: true, exec: answer}
+	var p sandbox.Prober
+	env := p.Probe(bg, sb, nil)
+	p.Probe(bg, sb, []string{})
+	p.Probe(bg, sb, slices.Clone(sandbox.DefaultProbeCommands))
+	if sb.Calls() != 1 {
+		t.Fatalf("default list probed %d times, want 1", sb.Calls())
+	}
+	if got := probeArgs(t, sb.cmds[0]); !slices.Equal(got, sandbox.DefaultProbeCommands) {
+		t.Fatalf("probed %q, want DefaultProbeCommands %q", got, sandbox.DefaultProbeCommands)
+	}
+	if len(env.Commands) != len(sandbox.DefaultProbeCommands) {
+		t.Fatalf("Commands = %v", env.Commands)
+	}
+}
+
+func TestProberErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		shell    bool
+		commands []string
+		exec     func(context.Context, sandbox.Command) (sandbox.Result, error)
+		wantErr  []string // substrings of Environment.Error
+		execs    int
+	}{
+		{
+			name: "no shell", shell: false, exec: answer,
+			wantErr: []string{"sandbox has no shell"}, execs: 0,
+		},
+		{
+			name: "exec error", shell: true,
+			exec: func(context.Context, sandbox.Command) (sandbox.Result, error) {
+				return sandbox.Result{}, fmt.Errorf("starting\nsetup failed: %w\nhint: none", sandbox.ErrUnsupported)
+			},
+			wantErr: []string{"setup failed: not supported by this sandbox"}, execs: 1,
+		},
+		{
+			name: "non-zero exit", shell: true,
+			exec: func(context.Context, sandbox.Command) (sandbox.Result, error) {
+				return sandbox.Result{ExitCode: 127, Stdout: []byte("locale=C\n"), Stderr: []byte("sh: 1: /bin/sh: not found\n")}, nil
+			},
+			wantErr: []string{"127", "not found"}, execs: 1,
+		},
+		{
+			name: "signal", shell: true,
+			exec: func(context.Context, sandbox.Command) (sandbox.Result, error) {
+				return sandbox.Result{ExitCode: 137, Signal: "SIGKILL"}, nil
+			},
+			wantErr: []string{"137"}, execs: 1,
+		},
+		{
+			name: "timed out", shell: true,
+			exec: func(context.Context, sandbox.Command) (sandbox.Result, error) {
+				return sandbox.Result{ExitCode: 137, TimedOut: true, Stdout: []byte("locale=C\n")}, nil
+			},
+			wantErr: []string{"timed out", sandbox.ProbeTimeout.String()}, execs: 1,
+		},
+		{
+			name: "empty name", shell: true, commands: []string{"sh", ""}, exec: answer,
+			wantErr: []string{`cannot probe for ""`}, execs: 0,
+		},
+		{
+			name: "tab in name", shell: true, commands: []string{"a\tb"}, exec: answer,
+			wantErr: []string{"not a command name"}, execs: 0,
+		},
+		{
+			name: "newline in name", shell: true, commands: []string{"sh", "x\ncmd=evil\t/evil\t6.6"}, exec: answer,
+			wantErr: []string{"not a command name"}, execs: 0,
+		},
+		{
+			name: "NUL in name", shell: true, commands: []string{"a\x00b"}, exec: answer,
+			wantErr: []string{"not a command name"}, execs: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sb := &fakeSB{shell: tt.shell, exec: tt.exec}
+			var p sandbox.Prober
+			env := p.Probe(bg, sb, tt.commands)
+			for _, w := range tt.wantErr {
+				if !strings.Contains(env.Error, w) {
+					t.Errorf("Error = %q, want it to mention %q", env.Error, w)
+				}
+			}
+			if strings.Contains(env.Error, "\n") {
+				t.Errorf("Error = %q spans lines", env.Error)
+			}
+			if env.Commands == nil || len(env.Commands) != 0 {
+				t.Errorf("Commands = %#v, want a non-nil empty map on error", env.Commands)
+			}
+			if env.Locale != "" {
+				t.Errorf("Locale = %q, want empty on error", env.Locale)
+			}
+			// The failure is an answer about the sandbox: it is memoized.
+			again := p.Probe(bg, sb, tt.commands)
+			if again.Error != env.Error {
+				t.Errorf("second Probe Error = %q, want %q", again.Error, env.Error)
+			}
+			if sb.Calls() != tt.execs {
+				t.Errorf("Exec called %d times, want %d", sb.Calls(), tt.execs)
+			}
+		})
+	}
+}
+
+func TestProberCancelledNotCached(t *testing.T) {
+	sb := &fakeSB{shell: true, exec: func(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+		if err := ctx.Err(); err != nil {
+			return sandbox.Result{}, err
+		}
+		return answer(ctx, cmd)
+	}}
+	var p sandbox.Prober
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	env := p.Probe(ctx, sb, []string{"sh"})
+	if !strings.Contains(env.Error, "context canceled") || len(env.Commands) != 0 {
+		t.Fatalf("Probe with a cancelled context = %+v", env)
+	}
+	env = p.Probe(bg, sb, []string{"sh"})
+	if env.Error != "" || env.Commands["sh"].Path != "/usr/bin/sh" {
+		t.Fatalf("Probe after cancellation = %+v, want a fresh probe", env)
+	}
+	if sb.Calls() != 2 {
+		t.Fatalf("Exec called %d times, want 2", sb.Calls())
+	}
+	p.Probe(bg, sb, []string{"sh"})
+	if sb.Calls() != 2 {
+		t.Fatalf("successful probe not memoized: %d Exec calls", sb.Calls())
+	}
+}
+
+// A context cancelled while the probe ran makes even a successful answer
+// uncached.
+func TestProberCancelledDuringProbe(t *testing.T) {
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	sb := &fakeSB{shell: true, exec: func(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+		cancel()
+		return answer(ctx, cmd)
+	}}
+	var p sandbox.Prober
+	p.Probe(ctx, sb, []string{"sh"})
+	p.Probe(ctx, sb, []string{"sh"})
+	if sb.Calls() != 2 {
+		t.Fatalf("Exec called %d times, want 2 (nothing cached under a cancelled context)", sb.Calls())
+	}
+	p.Probe(bg, sb, []string{"sh"})
+	p.Probe(bg, sb, []string{"sh"})
+	if sb.Calls() != 3 {
+		t.Fatalf("Exec called %d times, want 3", sb.Calls())
+	}
+}
+
+func TestProberConcurrent(t *testing.T) {
+	sb := &fakeSB{shell: true, exec: answer}
+	var p sandbox.Prober
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			list := []string{"sh"}
+			if i%2 == 1 {
+				list = []string{"node"}
+			}
+			if env := p.Probe(bg, sb, list); env.Error != "" || len(env.Commands) != 1 {
+				t.Errorf("Probe(%q) = %+v", list, env)
+			}
+		})
+	}
+	wg.Wait()
+	if sb.Calls() != 2 {
+		t.Fatalf("Exec called %d times for 2 lists from 32 goroutines, want 2", sb.Calls())
+	}
+}
+
+// Lists that a naive join would confuse are distinct cache entries.
+func TestProberKeysDoNotCollide(t *testing.T) {
+	sb := &fakeSB{shell: true, exec: answer}
+	var p sandbox.Prober
+	bad := p.Probe(bg, sb, []string{"a\x00b"})
+	if bad.Error == "" {
+		t.Fatalf("a NUL in a name must be reported: %+v", bad)
+	}
+	good := p.Probe(bg, sb, []string{"a", "b"})
+	if good.Error != "" || len(good.Commands) != 2 {
+		t.Fatalf("[a b] answered from the [a\\x00b] entry: %+v", good)
+	}
+}
+
+// Changing a returned answer does not change what later callers get.
+func TestProberAnswersAreCopies(t *testing.T) {
+	sb := &fakeSB{shell: true, exec: answer}
+	var p sandbox.Prober
+	first := p.Probe(bg, sb, []string{"node"})
+	first.Commands["node"] = sandbox.CommandInfo{Path: "/evil"}
+	first.Commands["extra"] = sandbox.CommandInfo{}
+	again := p.Probe(bg, sb, []string{"node"})
+	if again.Commands["node"].Path != "/usr/bin/node" || len(again.Commands) != 1 {
+		t.Fatalf("cached answer was changed through a returned map: %+v", again)
+	}
+}
