@@ -42,11 +42,12 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	cwd, err := s.workDir(cmd.Dir)
+	wd, cwd, err := s.workDir(cmd.Dir)
 	done() // a running command does not hold Close back
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	defer wd.Close()
 	if err := Check(); err != nil {
 		return sandbox.Result{}, err
 	}
@@ -55,31 +56,43 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
-	return run(ctx, cmd, argv, cwd, env)
+	return run(ctx, cmd, argv, wd, cwd, env)
 }
 
-// workDir resolves a Command.Dir to a host path inside the root.
-func (s *Sandbox) workDir(dir string) (string, error) {
+// workDir opens a Command.Dir inside the root and returns it with its host
+// path. The command starts in the opened directory (see chdirPath), so a
+// path component swapped for a link after this check cannot move it out.
+func (s *Sandbox) workDir(dir string) (*os.File, string, error) {
 	if dir == "" {
 		dir = "."
 	}
 	rel, err := s.resolve("exec", dir)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	fi, err := s.root.Stat(rel)
+	// O_DIRECTORY: a FIFO (or anything else) fails with ENOTDIR at once.
+	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", mapErr("exec", dir, err)
+		return nil, "", mapErr("exec", dir, err)
 	}
-	if !fi.IsDir() {
-		return "", sandbox.PathError("exec", dir, sandbox.ErrNotDir)
+	return f, filepath.Join(s.dir, filepath.FromSlash(rel)), nil
+}
+
+// chdirPath is the directory the child changes into: the already opened wd
+// through /proc/self/fd (the child inherits the descriptor; close-on-exec
+// only closes it at execve, after the chdir). Without /proc it falls back
+// to the host path, which a concurrent rename could redirect.
+func chdirPath(wd *os.File, cwd string) string {
+	p := fmt.Sprintf("/proc/self/fd/%d", wd.Fd())
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return p
 	}
-	return filepath.Join(s.dir, filepath.FromSlash(rel)), nil
+	return cwd
 }
 
 // run starts argv in a new PID namespace and waits for it, its timeout or
 // ctx, whichever comes first.
-func run(ctx context.Context, cmd sandbox.Command, argv []string, cwd string, env map[string]string) (sandbox.Result, error) {
+func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, cwd string, env map[string]string) (sandbox.Result, error) {
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	start := time.Now()
@@ -91,7 +104,7 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, cwd string, en
 	defer cancel()
 	c := exec.CommandContext(tctx, prog, argv[1:]...)
 	c.Args[0] = argv[0]
-	c.Dir = cwd
+	c.Dir = chdirPath(wd, cwd)
 	c.Env = sandbox.EnvList(env)
 	c.Stdin = cmd.Stdin
 	c.Stdout = tee(stdout, cmd.Stdout)

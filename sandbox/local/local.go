@@ -38,6 +38,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -183,17 +185,27 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	}
 	target, err := s.followLinks(rel)
 	if err != nil {
-		return sandbox.PathError("write", p, err)
+		return mapErr("write", p, err)
 	}
 	if target == "." {
 		return sandbox.PathError("write", p, sandbox.ErrIsDir)
 	}
-	dir := path.Dir(target)
+	dir, base := path.Split(target)
+	if dir == "" {
+		dir = "."
+	}
 	if err := s.root.MkdirAll(dir, 0o755); err != nil {
 		return mapErr("write", p, err)
 	}
+	// Pin the directory: the temporary file, the rename and any clean-up
+	// all happen in this one directory even if its path is swapped.
+	d, err := s.root.OpenRoot(dir)
+	if err != nil {
+		return mapErr("write", p, err)
+	}
+	defer d.Close()
 	mode := fs.FileMode(0o644)
-	if fi, err := s.root.Lstat(target); err == nil {
+	if fi, err := d.Lstat(base); err == nil {
 		if fi.IsDir() {
 			return sandbox.PathError("write", p, sandbox.ErrIsDir)
 		}
@@ -201,17 +213,17 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return mapErr("write", p, err)
 	}
-	tmp := path.Join(dir, ".hutch-"+randomSuffix()+".tmp")
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp := ".hutch-" + randomSuffix() + ".tmp"
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return mapErr("write", p, err)
 	}
 	err = writeSynced(f, data, mode)
 	if err == nil {
-		err = s.root.Rename(tmp, target)
+		err = d.Rename(tmp, base)
 	}
 	if err != nil {
-		_ = s.root.Remove(tmp)
+		_ = d.Remove(tmp)
 		return mapErr("write", p, err)
 	}
 	return nil
@@ -231,29 +243,57 @@ func writeSynced(f *os.File, data []byte, mode fs.FileMode) error {
 	return err
 }
 
-// followLinks resolves symbolic links in the last element of rel, staying
-// inside the root. Links in earlier elements are resolved by os.Root itself.
+// followLinks resolves the symbolic links in rel the way the kernel would:
+// component by component, a relative link being relative to the directory
+// that holds it once that directory's own links are resolved. The result
+// has no links left and stays inside the root (absolute links and ".."
+// above the root are ErrEscape). Missing components are kept as they are:
+// Write creates them.
 func (s *Sandbox) followLinks(rel string) (string, error) {
-	for range 40 {
-		fi, err := s.root.Lstat(rel)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return "", unwrapPathErr(err)
+	const maxLinks = 8 // os.Root's own limit, so Write, Read and Stat agree
+	done, todo, links := ".", rel, 0
+	for todo != "" {
+		var name string
+		name, todo, _ = strings.Cut(todo, "/")
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			if done == "." {
+				return "", sandbox.ErrEscape
 			}
-			return rel, nil
+			done = path.Dir(done)
+			continue
 		}
-		t, err := s.root.Readlink(rel)
-		if err != nil {
-			return "", unwrapPathErr(err)
+		next := path.Join(done, name)
+		fi, err := s.root.Lstat(next)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			done = next // a directory, a file, or missing
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", syscall.ELOOP
+		}
+		t, err := s.root.Readlink(next)
+		if errors.Is(err, syscall.EINVAL) {
+			// No longer a link: it was replaced since the Lstat. Look
+			// again (bounded by the link count).
+			t = name
+		} else if err != nil {
+			return "", err
 		}
 		if path.IsAbs(t) {
 			return "", sandbox.ErrEscape // os.Root never follows absolute links
 		}
-		if rel, err = sandbox.Clean(s.Root(), path.Join(path.Dir(rel), t)); err != nil {
-			return "", err
+		if todo != "" {
+			t += "/" + todo
 		}
+		todo = t // resolved from done, the directory holding the link
 	}
-	return "", syscall.ELOOP
+	return done, nil
 }
 
 func randomSuffix() string {
@@ -301,7 +341,31 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if err != nil {
 		return nil, sandbox.PathError("glob", pattern, err)
 	}
-	return sandbox.GlobFS(ctx, s.root.FS(), pat, dirsOnly)
+	return sandbox.GlobFS(ctx, globFS{s.root}, pat, dirsOnly)
+}
+
+// globFS is the root as Glob walks it. Unlike os.Root.FS it lists a
+// directory through O_DIRECTORY, so a FIFO where the pattern expects a
+// directory fails at once instead of blocking Glob forever, and it accepts
+// names that are not valid UTF-8 (fs.ValidPath refuses them, which hid such
+// files from Glob). Containment is os.Root's either way.
+type globFS struct{ root *os.Root }
+
+func (g globFS) Open(name string) (fs.File, error) {
+	return g.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+func (g globFS) Stat(name string) (fs.FileInfo, error) { return g.root.Stat(name) }
+
+func (g globFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := g.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
 }
 
 // Supports reports read, write, glob and stat, and shell when this host can
@@ -359,12 +423,21 @@ func rootEscapeErr() error {
 	return escapeErr
 }
 
+// unwrapPathErr peels every *fs.PathError and *os.LinkError (Root.Rename's
+// error) off err; os.Root sometimes nests them.
 func unwrapPathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
+	for {
+		var pe *fs.PathError
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe):
+			err = pe.Err
+		case errors.As(err, &le):
+			err = le.Err
+		default:
+			return err
+		}
 	}
-	return err
 }
 
 // mapErr translates an os error into the contract's typed errors, keeping
