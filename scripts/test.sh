@@ -54,7 +54,7 @@ echo "== fuzz ($FUZZTIME each)"
 for pkg in $(go list ./...); do
   for f in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
     echo "-- $pkg $f"
-    go test -run '^$' -fuzz "^$f\$" -fuzztime "$FUZZTIME" "$pkg"
+    go test -run '^$' -fuzz "^$f\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 2s "$pkg"
   done
 done
 
