@@ -1,0 +1,68 @@
+package permission
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// AuditEntry is one decision, written as one JSON line.
+type AuditEntry struct {
+	Time       time.Time  `json:"time"`
+	Capability Capability `json:"capability"`
+	Detail     string     `json:"detail,omitempty"`
+	Tool       string     `json:"tool,omitempty"`
+	Mode       Mode       `json:"mode"`
+	// Outcome is "allowed", "denied" or "approval_required".
+	Outcome    string `json:"outcome"`
+	By         string `json:"by"`
+	ApprovalID string `json:"approval_id,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// AuditLog appends entries to a file, one JSON object per line. Each entry
+// is written with a single append, so lines from several processes sharing
+// the file do not interleave. It is safe for concurrent use.
+type AuditLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// OpenAudit opens (creating with mode 0600) the log at path for appending.
+func OpenAudit(path string) (*AuditLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	return &AuditLog{f: f}, nil
+}
+
+// Record appends e.
+func (a *AuditLog) Record(e AuditEntry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		return os.ErrClosed
+	}
+	_, err = a.f.Write(line)
+	return err
+}
+
+// Close closes the file; later Records fail.
+func (a *AuditLog) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		return nil
+	}
+	err := a.f.Close()
+	a.f = nil
+	return err
+}

@@ -1,0 +1,324 @@
+// Package permission is hutch's gate: it decides what an agent's tools may
+// do, independently of where they act (package sandbox).
+//
+// A Gate has a mode:
+//
+//   - ReadOnly (the default): read and glob are allowed; every other
+//     capability is denied.
+//   - Auto: everything is allowed.
+//   - Ask: each privileged action is put to an Asker (a callback); an
+//     optional AskWhen predicate narrows which actions ask, the rest being
+//     allowed without asking. No Asker means deny.
+//   - Approve: an undecided action becomes a pending request stored durably
+//     (see Store); a human approves or denies it later; an approval covers
+//     exactly one future call with the same capability, tool and
+//     arguments, once.
+//
+// An allow list adds capabilities in every mode. Unknown capabilities are
+// denied in every mode but Auto (fail closed). A denial is an ordinary
+// Decision the agent sees; only "approval required" is an error
+// (*ApprovalRequiredError), so a caller can suspend and resume. Every
+// decision can be appended to an audit log (see AuditLog).
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Capability is something a tool does.
+type Capability string
+
+// The capabilities hutch's tools use.
+const (
+	Read   Capability = "read"
+	Glob   Capability = "glob"
+	Write  Capability = "write"
+	Shell  Capability = "shell"
+	Fetch  Capability = "fetch"
+	Search Capability = "search"
+)
+
+// Capabilities lists every known capability.
+var Capabilities = []Capability{Read, Glob, Write, Shell, Fetch, Search}
+
+// Known reports whether c is a known capability.
+func (c Capability) Known() bool { return slices.Contains(Capabilities, c) }
+
+// Privileged reports whether c needs more than the read_only mode grants.
+// Unknown capabilities are privileged.
+func (c Capability) Privileged() bool { return c != Read && c != Glob }
+
+// ParseCapabilities reads a comma-separated list ("write,shell"). Unknown
+// names are an error matching sandbox.ErrConfig.
+func ParseCapabilities(s string) ([]Capability, error) {
+	var out []Capability
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(strings.ToLower(f))
+		if f == "" {
+			continue
+		}
+		c := Capability(f)
+		if !c.Known() {
+			return nil, fmt.Errorf("%w: unknown capability %q: choose from %s", sandbox.ErrConfig, f, joinCaps(Capabilities))
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func joinCaps(cs []Capability) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Mode is how a Gate decides privileged actions.
+type Mode string
+
+// The modes.
+const (
+	ReadOnly Mode = "read_only"
+	Auto     Mode = "auto"
+	Ask      Mode = "ask"
+	Approve  Mode = "approve"
+)
+
+// Modes lists every mode.
+var Modes = []Mode{ReadOnly, Auto, Ask, Approve}
+
+// ParseMode reads a mode name; "" is ReadOnly. Unknown names are an error
+// matching sandbox.ErrConfig.
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return ReadOnly, nil
+	}
+	m := Mode(strings.ToLower(strings.TrimSpace(s)))
+	if !slices.Contains(Modes, m) {
+		return "", fmt.Errorf("%w: unknown permission mode %q: choose read_only, auto, ask or approve", sandbox.ErrConfig, s)
+	}
+	return m, nil
+}
+
+// Request is one action a tool wants to take.
+type Request struct {
+	Capability Capability
+	// Detail is what a person needs to judge the action: a path, a
+	// command line, a URL.
+	Detail string
+	// Tool is the tool's name ("write_file").
+	Tool string
+	// Args are the call's arguments as JSON. Approvals bind to them: an
+	// approval covers only a call with identical arguments (compared after
+	// canonicalizing the JSON).
+	Args json.RawMessage
+}
+
+func (r Request) describe() string {
+	if r.Detail == "" {
+		return string(r.Capability)
+	}
+	return fmt.Sprintf("%s (%s)", r.Capability, r.Detail)
+}
+
+// Decision is the gate's answer.
+type Decision struct {
+	Allowed bool
+	// Reason explains a denial in words the agent sees ("write denied in
+	// read_only mode").
+	Reason string
+	// By says who decided: "mode", "allow", "asker", "ask_when" or
+	// "approval".
+	By string
+	// ApprovalID is the approval that allowed or denied the call, if any.
+	ApprovalID string
+}
+
+// ErrApprovalRequired matches every *ApprovalRequiredError.
+var ErrApprovalRequired = errors.New("approval required")
+
+// ApprovalRequiredError stops a call in Approve mode until a human decides
+// the pending request ID.
+type ApprovalRequiredError struct {
+	ID      string
+	Request Request
+}
+
+func (e *ApprovalRequiredError) Error() string {
+	return fmt.Sprintf("approval required for %s: pending request %s", e.Request.describe(), e.ID)
+}
+
+// Is makes errors.Is(err, ErrApprovalRequired) hold.
+func (e *ApprovalRequiredError) Is(target error) bool { return target == ErrApprovalRequired }
+
+// Asker asks a human whether req may proceed. An error counts as a denial.
+type Asker func(ctx context.Context, req Request) (bool, error)
+
+// Config builds a Gate.
+type Config struct {
+	Mode Mode
+	// Allow adds capabilities in every mode.
+	Allow []Capability
+	// Asker decides privileged actions in Ask mode; nil denies them.
+	Asker Asker
+	// AskWhen, in Ask mode, says which actions go to the Asker; the others
+	// are allowed without asking. nil asks for every privileged action.
+	AskWhen func(Request) bool
+	// Store holds pending requests and decisions; required in Approve mode.
+	Store *Store
+	// Audit, when set, receives one entry per decision.
+	Audit *AuditLog
+}
+
+// Gate decides requests. It is safe for concurrent use.
+type Gate struct {
+	cfg   Config
+	allow map[Capability]bool
+}
+
+// New checks cfg and returns a gate. Errors match sandbox.ErrConfig.
+func New(cfg Config) (*Gate, error) {
+	mode, err := ParseMode(string(cfg.Mode))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Mode = mode
+	if cfg.Mode == Approve && cfg.Store == nil {
+		return nil, fmt.Errorf("%w: approve mode needs an approval store (--store FILE)", sandbox.ErrConfig)
+	}
+	g := &Gate{cfg: cfg, allow: map[Capability]bool{}}
+	for _, c := range cfg.Allow {
+		if !c.Known() {
+			return nil, fmt.Errorf("%w: unknown capability %q in the allow list", sandbox.ErrConfig, c)
+		}
+		g.allow[c] = true
+	}
+	return g, nil
+}
+
+// Mode is the gate's mode.
+func (g *Gate) Mode() Mode { return g.cfg.Mode }
+
+// NeverAllows reports whether no call using c can ever pass this gate, so
+// a tool needing it should not be offered at all.
+func (g *Gate) NeverAllows(c Capability) bool {
+	switch {
+	case g.cfg.Mode == Auto:
+		return false
+	case !c.Known():
+		return true
+	case !c.Privileged() || g.allow[c]:
+		return false
+	}
+	switch g.cfg.Mode {
+	case ReadOnly:
+		return true
+	case Ask:
+		return g.cfg.Asker == nil && g.cfg.AskWhen == nil
+	}
+	return false // Approve: a human may approve
+}
+
+// Check decides req. A denial is a Decision with Allowed false, never an
+// error. The error is non-nil only in Approve mode while the request waits
+// for a human (*ApprovalRequiredError), or when ctx is done.
+func (g *Gate) Check(ctx context.Context, req Request) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	d, err := g.decide(ctx, req)
+	if aerr := g.audit(req, d, err); aerr != nil && d.Allowed {
+		// An action that cannot be recorded does not happen.
+		d = deny("audit", "%s denied: audit log failed: %v", req.describe(), aerr)
+	}
+	return d, err
+}
+
+func (g *Gate) decide(ctx context.Context, req Request) (Decision, error) {
+	c := req.Capability
+	switch {
+	case g.cfg.Mode == Auto:
+		return Decision{Allowed: true, By: "mode"}, nil
+	case !c.Known():
+		return deny("mode", "unknown capability %q denied in %s mode", c, g.cfg.Mode), nil
+	case !c.Privileged():
+		return Decision{Allowed: true, By: "mode"}, nil
+	case g.allow[c]:
+		return Decision{Allowed: true, By: "allow"}, nil
+	}
+	switch g.cfg.Mode {
+	case Ask:
+		if g.cfg.AskWhen != nil && !g.cfg.AskWhen(req) {
+			return Decision{Allowed: true, By: "ask_when"}, nil
+		}
+		if g.cfg.Asker == nil {
+			return deny("asker", "%s denied by user (nobody to ask)", req.describe()), nil
+		}
+		ok, err := g.cfg.Asker(ctx, req)
+		switch {
+		case err != nil:
+			return deny("asker", "%s denied: could not ask: %v", req.describe(), err), nil
+		case !ok:
+			return deny("asker", "%s denied by user", req.describe()), nil
+		}
+		return Decision{Allowed: true, By: "asker"}, nil
+	case Approve:
+		return g.approve(ctx, req)
+	}
+	return deny("mode", "%s denied in %s mode", c, g.cfg.Mode), nil
+}
+
+func (g *Gate) approve(ctx context.Context, req Request) (Decision, error) {
+	st, id, err := g.cfg.Store.Claim(ctx, req)
+	switch {
+	case err != nil:
+		// Fail closed, and say why.
+		return deny("approval", "%s denied: approval store failed: %v", req.describe(), err), nil
+	case st == StatusApproved:
+		return Decision{Allowed: true, By: "approval", ApprovalID: id}, nil
+	case st == StatusDenied:
+		d := deny("approval", "%s not approved", req.describe())
+		d.ApprovalID = id
+		return d, nil
+	}
+	return Decision{By: "approval", ApprovalID: id}, &ApprovalRequiredError{ID: id, Request: req}
+}
+
+func deny(by, format string, args ...any) Decision {
+	return Decision{Allowed: false, By: by, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (g *Gate) audit(req Request, d Decision, err error) error {
+	if g.cfg.Audit == nil {
+		return nil
+	}
+	outcome := "denied"
+	switch {
+	case errors.Is(err, ErrApprovalRequired):
+		outcome = "approval_required"
+	case err != nil:
+		return nil // ctx done: nothing was decided
+	case d.Allowed:
+		outcome = "allowed"
+	}
+	return g.cfg.Audit.Record(AuditEntry{
+		Time:       time.Now().UTC(),
+		Capability: req.Capability,
+		Detail:     req.Detail,
+		Tool:       req.Tool,
+		Mode:       g.cfg.Mode,
+		Outcome:    outcome,
+		By:         d.By,
+		ApprovalID: d.ApprovalID,
+		Reason:     d.Reason,
+	})
+}

@@ -1,0 +1,397 @@
+package permission_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+var bg = context.Background()
+
+func gate(t *testing.T, cfg permission.Config) *permission.Gate {
+	t.Helper()
+	g, err := permission.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func req(c permission.Capability, detail string) permission.Request {
+	return permission.Request{Capability: c, Detail: detail, Tool: "t", Args: json.RawMessage(`{"x":1}`)}
+}
+
+func TestModes(t *testing.T) {
+	yes := func(context.Context, permission.Request) (bool, error) { return true, nil }
+	no := func(context.Context, permission.Request) (bool, error) { return false, nil }
+	broken := func(context.Context, permission.Request) (bool, error) { return false, errors.New("tty gone") }
+	cases := []struct {
+		name    string
+		cfg     permission.Config
+		cap     permission.Capability
+		allowed bool
+		reason  string // substring of the denial
+		by      string
+	}{
+		{"read_only read", permission.Config{}, permission.Read, true, "", "mode"},
+		{"read_only glob", permission.Config{}, permission.Glob, true, "", "mode"},
+		{"read_only write", permission.Config{}, permission.Write, false, "write denied in read_only mode", "mode"},
+		{"read_only shell", permission.Config{Mode: permission.ReadOnly}, permission.Shell, false, "shell denied in read_only mode", "mode"},
+		{"read_only fetch", permission.Config{}, permission.Fetch, false, "fetch denied in read_only mode", "mode"},
+		{"read_only search", permission.Config{}, permission.Search, false, "search denied in read_only mode", "mode"},
+		{"read_only unknown", permission.Config{}, "mcp", false, `unknown capability "mcp" denied in read_only mode`, "mode"},
+		{"read_only + allow write", permission.Config{Allow: []permission.Capability{permission.Write}}, permission.Write, true, "", "allow"},
+		{"read_only + allow write, shell", permission.Config{Allow: []permission.Capability{permission.Write}}, permission.Shell, false, "shell denied", "mode"},
+		{"auto write", permission.Config{Mode: permission.Auto}, permission.Write, true, "", "mode"},
+		{"auto unknown", permission.Config{Mode: permission.Auto}, "teleport", true, "", "mode"},
+		{"ask yes", permission.Config{Mode: permission.Ask, Asker: yes}, permission.Shell, true, "", "asker"},
+		{"ask no", permission.Config{Mode: permission.Ask, Asker: no}, permission.Shell, false, "shell (ls) denied by user", "asker"},
+		{"ask broken", permission.Config{Mode: permission.Ask, Asker: broken}, permission.Shell, false, "could not ask: tty gone", "asker"},
+		{"ask nobody", permission.Config{Mode: permission.Ask}, permission.Write, false, "denied by user", "asker"},
+		{"ask read needs no asker", permission.Config{Mode: permission.Ask}, permission.Read, true, "", "mode"},
+		{"ask unknown not asked", permission.Config{Mode: permission.Ask, Asker: yes}, "mcp", false, "unknown capability", "mode"},
+		{"ask allow list skips asking", permission.Config{Mode: permission.Ask, Asker: no, Allow: []permission.Capability{permission.Shell}}, permission.Shell, true, "", "allow"},
+		{"ask_when false allows", permission.Config{Mode: permission.Ask, Asker: no, AskWhen: func(r permission.Request) bool { return r.Capability == permission.Write }}, permission.Shell, true, "", "ask_when"},
+		{"ask_when true asks", permission.Config{Mode: permission.Ask, Asker: no, AskWhen: func(r permission.Request) bool { return r.Capability == permission.Shell }}, permission.Shell, false, "denied by user", "asker"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := gate(t, c.cfg).Check(bg, req(c.cap, "ls"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed != c.allowed || !strings.Contains(d.Reason, c.reason) || d.By != c.by {
+				t.Errorf("got %+v, want allowed=%v reason~%q by=%s", d, c.allowed, c.reason, c.by)
+			}
+			if d.Allowed && d.Reason != "" {
+				t.Errorf("allowed decision with a reason: %+v", d)
+			}
+		})
+	}
+}
+
+func TestAskerSeesRequest(t *testing.T) {
+	var got permission.Request
+	g := gate(t, permission.Config{Mode: permission.Ask, Asker: func(_ context.Context, r permission.Request) (bool, error) {
+		got = r
+		return true, nil
+	}})
+	want := req(permission.Write, "notes.txt")
+	if _, err := g.Check(bg, want); err != nil {
+		t.Fatal(err)
+	}
+	if got.Capability != want.Capability || got.Detail != want.Detail || got.Tool != want.Tool || string(got.Args) != string(want.Args) {
+		t.Errorf("asker saw %+v, want %+v", got, want)
+	}
+}
+
+func TestNeverAllows(t *testing.T) {
+	yes := func(context.Context, permission.Request) (bool, error) { return true, nil }
+	store := newStore(t)
+	cases := []struct {
+		cfg   permission.Config
+		cap   permission.Capability
+		never bool
+	}{
+		{permission.Config{}, permission.Read, false},
+		{permission.Config{}, permission.Glob, false},
+		{permission.Config{}, permission.Write, true},
+		{permission.Config{}, permission.Shell, true},
+		{permission.Config{}, "mcp", true},
+		{permission.Config{Allow: []permission.Capability{permission.Shell}}, permission.Shell, false},
+		{permission.Config{Mode: permission.Auto}, permission.Shell, false},
+		{permission.Config{Mode: permission.Auto}, "mcp", false},
+		{permission.Config{Mode: permission.Ask}, permission.Write, true},
+		{permission.Config{Mode: permission.Ask, Asker: yes}, permission.Write, false},
+		{permission.Config{Mode: permission.Ask, AskWhen: func(permission.Request) bool { return false }}, permission.Write, false},
+		{permission.Config{Mode: permission.Ask, Asker: yes}, "mcp", true},
+		{permission.Config{Mode: permission.Approve, Store: store}, permission.Write, false},
+		{permission.Config{Mode: permission.Approve, Store: store}, "mcp", true},
+	}
+	for _, c := range cases {
+		if got := gate(t, c.cfg).NeverAllows(c.cap); got != c.never {
+			t.Errorf("mode %q allow %v: NeverAllows(%s) = %v, want %v", c.cfg.Mode, c.cfg.Allow, c.cap, got, c.never)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for name, cfg := range map[string]permission.Config{
+		"unknown mode":          {Mode: "yolo"},
+		"approve without store": {Mode: permission.Approve},
+		"unknown allow":         {Allow: []permission.Capability{"teleport"}},
+	} {
+		if _, err := permission.New(cfg); !errors.Is(err, sandbox.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	if _, err := permission.ParseMode("sometimes"); err == nil || !strings.Contains(err.Error(), "read_only, auto, ask or approve") {
+		t.Errorf("ParseMode error should list the modes: %v", err)
+	}
+	if m, err := permission.ParseMode(""); err != nil || m != permission.ReadOnly {
+		t.Errorf("empty mode should be read_only: %v %v", m, err)
+	}
+	caps, err := permission.ParseCapabilities(" write, SHELL,,")
+	if err != nil || len(caps) != 2 || caps[0] != permission.Write || caps[1] != permission.Shell {
+		t.Errorf("ParseCapabilities = %v, %v", caps, err)
+	}
+	if _, err := permission.ParseCapabilities("write,teleport"); !errors.Is(err, sandbox.ErrConfig) {
+		t.Errorf("unknown capability: %v", err)
+	}
+}
+
+func newStore(t *testing.T) *permission.Store {
+	t.Helper()
+	s, err := permission.OpenStore(filepath.Join(t.TempDir(), "approvals.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func pendingID(t *testing.T, d permission.Decision, err error) string {
+	t.Helper()
+	var ar *permission.ApprovalRequiredError
+	if !errors.As(err, &ar) || !errors.Is(err, permission.ErrApprovalRequired) || d.Allowed {
+		t.Fatalf("want approval required, got %+v, %v", d, err)
+	}
+	if ar.ID == "" || !strings.Contains(err.Error(), ar.ID) {
+		t.Fatalf("error %q must carry the request id", err)
+	}
+	return ar.ID
+}
+
+func TestApproveOneCallOnce(t *testing.T) {
+	store := newStore(t)
+	g := gate(t, permission.Config{Mode: permission.Approve, Store: store})
+	call := permission.Request{Capability: permission.Shell, Detail: "make", Tool: "shell", Args: json.RawMessage(`{"command":"make","timeout":5}`)}
+
+	// Undecided: pending, and the same id for the same call.
+	d, err := g.Check(bg, call)
+	id := pendingID(t, d, err)
+	d, err = g.Check(bg, call)
+	if again := pendingID(t, d, err); again != id {
+		t.Fatalf("same undecided call got a new id %s (first %s)", again, id)
+	}
+	// Read is never gated.
+	if d, err := g.Check(bg, req(permission.Read, "x")); err != nil || !d.Allowed {
+		t.Fatalf("read in approve mode: %+v %v", d, err)
+	}
+
+	if _, err := store.Decide(bg, id, true); err != nil {
+		t.Fatal(err)
+	}
+	// A different call is not covered — even the same command with other
+	// arguments, or another capability with the same arguments.
+	other := call
+	other.Args = json.RawMessage(`{"command":"make","timeout":6}`)
+	d, err = g.Check(bg, other)
+	if otherID := pendingID(t, d, err); otherID == id {
+		t.Fatal("an approval covered a call with different arguments")
+	}
+	otherCap := call
+	otherCap.Capability = permission.Write
+	d, err = g.Check(bg, otherCap)
+	pendingID(t, d, err)
+
+	// The identical call passes once — key order and spacing do not matter.
+	same := call
+	same.Args = json.RawMessage(` { "timeout" : 5, "command" : "make" } `)
+	d, err = g.Check(bg, same)
+	if err != nil || !d.Allowed || d.ApprovalID != id || d.By != "approval" {
+		t.Fatalf("approved call: %+v %v", d, err)
+	}
+	// ...and only once (Nexo's defect: one approval allowed every later call).
+	d, err = g.Check(bg, call)
+	if next := pendingID(t, d, err); next == id {
+		t.Fatal("a used approval was reused")
+	}
+	a, err := store.Get(bg, id)
+	if err != nil || a.Status != permission.StatusUsed || a.ClaimedAt == nil {
+		t.Fatalf("used approval: %+v %v", a, err)
+	}
+	if _, err := store.Decide(bg, id, true); !errors.Is(err, permission.ErrDecided) {
+		t.Errorf("deciding a used request again: %v", err)
+	}
+	if _, err := store.Decide(bg, "nope", true); !errors.Is(err, permission.ErrNoApproval) {
+		t.Errorf("deciding an unknown request: %v", err)
+	}
+}
+
+func TestApproveDenied(t *testing.T) {
+	store := newStore(t)
+	g := gate(t, permission.Config{Mode: permission.Approve, Store: store})
+	call := req(permission.Write, "a.txt")
+	d, err := g.Check(bg, call)
+	id := pendingID(t, d, err)
+	if _, err := store.Decide(bg, id, false); err != nil {
+		t.Fatal(err)
+	}
+	d, err = g.Check(bg, call)
+	if err != nil || d.Allowed || d.Reason != "write (a.txt) not approved" || d.ApprovalID != id {
+		t.Fatalf("denied call: %+v %v", d, err)
+	}
+	// The denial covered that one call; the next asks again.
+	d, err = g.Check(bg, call)
+	if next := pendingID(t, d, err); next == id {
+		t.Fatal("a closed denial was reused")
+	}
+}
+
+// A restart (a new Store and Gate on the same file) loses nothing.
+func TestApproveSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	s1, err := permission.OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := req(permission.Shell, "deploy")
+	d, err := gate(t, permission.Config{Mode: permission.Approve, Store: s1}).Check(bg, call)
+	id := pendingID(t, d, err)
+
+	s2, err := permission.OpenStore(path) // "hutch approvals approve" in another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s2.List(bg, permission.StatusPending)
+	if err != nil || len(list) != 1 || list[0].ID != id || list[0].Detail != "deploy" || string(list[0].Arguments) != `{"x":1}` {
+		t.Fatalf("pending after restart: %+v %v", list, err)
+	}
+	if _, err := s2.Decide(bg, id, true); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := permission.OpenStore(path) // the server restarted
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = gate(t, permission.Config{Mode: permission.Approve, Store: s3}).Check(bg, call)
+	if err != nil || !d.Allowed {
+		t.Fatalf("approved call after restart: %+v %v", d, err)
+	}
+}
+
+// Many concurrent identical calls, through separate Store handles (separate
+// file locks, as separate processes would have): exactly one passes.
+func TestApproveConcurrentClaims(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	s, err := permission.OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := req(permission.Write, "race.txt")
+	d, err := gate(t, permission.Config{Mode: permission.Approve, Store: s}).Check(bg, call)
+	id := pendingID(t, d, err)
+	if _, err := s.Decide(bg, id, true); err != nil {
+		t.Fatal(err)
+	}
+	var allowed atomic.Int32
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			si, err := permission.OpenStore(path)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			g, _ := permission.New(permission.Config{Mode: permission.Approve, Store: si})
+			if d, err := g.Check(bg, call); err == nil && d.Allowed {
+				allowed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := allowed.Load(); n != 1 {
+		t.Fatalf("one approval let %d calls through", n)
+	}
+}
+
+func TestApproveBadArgs(t *testing.T) {
+	g := gate(t, permission.Config{Mode: permission.Approve, Store: newStore(t)})
+	d, err := g.Check(bg, permission.Request{Capability: permission.Write, Args: json.RawMessage(`{not json`)})
+	if err != nil || d.Allowed || !strings.Contains(d.Reason, "not JSON") {
+		t.Fatalf("bad arguments must be denied with a reason: %+v %v", d, err)
+	}
+}
+
+func TestAuditLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := permission.OpenAudit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newStore(t)
+	ro := gate(t, permission.Config{Audit: audit})
+	ap := gate(t, permission.Config{Mode: permission.Approve, Store: store, Audit: audit})
+	_, _ = ro.Check(bg, req(permission.Read, "a.txt"))
+	_, _ = ro.Check(bg, req(permission.Write, "a.txt"))
+	_, err = ap.Check(bg, req(permission.Shell, "rm -rf /"))
+	id := pendingID(t, permission.Decision{}, err)
+	if _, err := store.Decide(bg, id, true); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = ap.Check(bg, req(permission.Shell, "rm -rf /"))
+
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var entries []permission.AuditEntry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e permission.AuditEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		entries = append(entries, e)
+	}
+	want := []struct {
+		cap             permission.Capability
+		mode            permission.Mode
+		outcome, by, id string
+	}{
+		{permission.Read, permission.ReadOnly, "allowed", "mode", ""},
+		{permission.Write, permission.ReadOnly, "denied", "mode", ""},
+		{permission.Shell, permission.Approve, "approval_required", "approval", id},
+		{permission.Shell, permission.Approve, "allowed", "approval", id},
+	}
+	if len(entries) != len(want) {
+		t.Fatalf("%d audit entries, want %d: %+v", len(entries), len(want), entries)
+	}
+	for i, w := range want {
+		e := entries[i]
+		if e.Capability != w.cap || e.Mode != w.mode || e.Outcome != w.outcome || e.By != w.by || e.ApprovalID != w.id || e.Time.IsZero() || e.Detail == "" {
+			t.Errorf("entry %d = %+v, want %+v", i, e, w)
+		}
+	}
+	if entries[1].Reason != "write denied in read_only mode" {
+		t.Errorf("denial reason not audited: %+v", entries[1])
+	}
+
+	// An action that cannot be audited does not happen.
+	_ = audit.Close()
+	d, err := gate(t, permission.Config{Mode: permission.Auto, Audit: audit}).Check(bg, req(permission.Write, "x"))
+	if err != nil || d.Allowed || !strings.Contains(d.Reason, "audit log failed") {
+		t.Errorf("allowed with a broken audit log: %+v %v", d, err)
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if _, err := gate(t, permission.Config{Mode: permission.Auto}).Check(ctx, req(permission.Write, "x")); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: %v", err)
+	}
+}

@@ -1,0 +1,301 @@
+package permission
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Status is where an approval request stands.
+type Status string
+
+// The statuses. A request is pending until a human decides it; an approved
+// or denied request is "open" until the matching call claims it, and then
+// it is used (approved) or closed (denied): each decision covers one call.
+const (
+	StatusPending  Status = "pending"
+	StatusApproved Status = "approved"
+	StatusDenied   Status = "denied"
+	StatusUsed     Status = "used"
+	StatusClosed   Status = "closed"
+)
+
+// Approval is one stored request.
+type Approval struct {
+	ID         string          `json:"id"`
+	Capability Capability      `json:"capability"`
+	Detail     string          `json:"detail"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Status     Status          `json:"status"`
+	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
+	ClaimedAt  *time.Time      `json:"claimed_at,omitempty"`
+	Key        string          `json:"key"` // capability, tool and canonical arguments, hashed
+}
+
+// ErrNoApproval: no request has that id.
+var ErrNoApproval = errors.New("no such approval request")
+
+// ErrDecided: the request was already decided.
+var ErrDecided = errors.New("approval request already decided")
+
+var (
+	bucketByID = []byte("approvals")
+	bucketOpen = []byte("open") // key -> id of the one undecided or unclaimed request
+)
+
+// Store keeps approval requests in an embedded database file (bbolt). Each
+// operation opens the file, runs one transaction and closes it, so several
+// processes (an MCP server and "hutch approvals approve") can share it; a
+// restart loses nothing. It is safe for concurrent use.
+type Store struct {
+	path string
+}
+
+// lockWait bounds how long an operation waits for another process's
+// transaction.
+const lockWait = 10 * time.Second
+
+// OpenStore creates the database at path if needed and checks it can be
+// used. Errors match sandbox.ErrConfig.
+func OpenStore(path string) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: approval store path is empty", sandbox.ErrConfig)
+	}
+	s := &Store{path: path}
+	err := s.update(context.Background(), func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketByID, bucketOpen} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: approval store %s: %v", sandbox.ErrConfig, path, err)
+	}
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) open(ctx context.Context, readOnly bool) (*bolt.DB, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return bolt.Open(s.path, 0o600, &bolt.Options{Timeout: lockWait, ReadOnly: readOnly})
+}
+
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	db, err := s.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(fn)
+}
+
+func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	db, err := s.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.View(fn)
+}
+
+// RequestKey binds a request to its capability, tool and arguments. The
+// arguments are canonicalized (object keys sorted, insignificant space
+// dropped) so the same call always has the same key.
+func RequestKey(req Request) (string, error) {
+	args, err := canonicalJSON(req.Args)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(req.Capability), []byte(req.Tool), args} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func canonicalJSON(raw json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return []byte("null"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("arguments hold more than one JSON value")
+	}
+	return json.Marshal(v)
+}
+
+// Claim looks up the request's open record and consumes it: an approved
+// record is marked used and StatusApproved returned; a denied one is
+// closed and StatusDenied returned; a pending one returns StatusPending
+// and its id; with none, a new pending request is created. All in one
+// transaction, so one approval lets exactly one call through even with
+// concurrent callers in several processes.
+func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) {
+	key, err := RequestKey(req)
+	if err != nil {
+		return "", "", err
+	}
+	args, _ := canonicalJSON(req.Args)
+	var st Status
+	var id string
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		byID, open := tx.Bucket(bucketByID), tx.Bucket(bucketOpen)
+		if byID == nil || open == nil {
+			return errors.New("store is not initialized")
+		}
+		now := time.Now().UTC()
+		if v := open.Get([]byte(key)); v != nil {
+			a, err := getApproval(byID, string(v))
+			if err != nil {
+				return err
+			}
+			id, st = a.ID, a.Status
+			switch a.Status {
+			case StatusApproved:
+				a.Status = StatusUsed
+			case StatusDenied:
+				a.Status = StatusClosed
+			default:
+				return nil // still pending
+			}
+			a.ClaimedAt = &now
+			if err := putApproval(byID, a); err != nil {
+				return err
+			}
+			return open.Delete([]byte(key))
+		}
+		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: req.Detail, Tool: req.Tool,
+			Arguments: args, CreatedAt: now, Status: StatusPending, Key: key}
+		id, st = a.ID, StatusPending
+		if err := putApproval(byID, a); err != nil {
+			return err
+		}
+		return open.Put([]byte(key), []byte(a.ID))
+	})
+	if err != nil {
+		return "", "", err
+	}
+	return st, id, nil
+}
+
+// Decide approves or denies the pending request id.
+func (s *Store) Decide(ctx context.Context, id string, approve bool) (Approval, error) {
+	var out Approval
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		byID := tx.Bucket(bucketByID)
+		if byID == nil {
+			return ErrNoApproval
+		}
+		a, err := getApproval(byID, id)
+		if err != nil {
+			return err
+		}
+		if a.Status != StatusPending {
+			return fmt.Errorf("%w: %s is %s", ErrDecided, id, a.Status)
+		}
+		now := time.Now().UTC()
+		a.DecidedAt = &now
+		a.Status = StatusDenied
+		if approve {
+			a.Status = StatusApproved
+		}
+		out = a
+		return putApproval(byID, a)
+	})
+	return out, err
+}
+
+// Get returns one request.
+func (s *Store) Get(ctx context.Context, id string) (Approval, error) {
+	var out Approval
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		byID := tx.Bucket(bucketByID)
+		if byID == nil {
+			return ErrNoApproval
+		}
+		var err error
+		out, err = getApproval(byID, id)
+		return err
+	})
+	return out, err
+}
+
+// List returns the requests with one of the given statuses (all when none
+// are given), oldest first.
+func (s *Store) List(ctx context.Context, statuses ...Status) ([]Approval, error) {
+	out := []Approval{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		byID := tx.Bucket(bucketByID)
+		if byID == nil {
+			return nil
+		}
+		return byID.ForEach(func(_, v []byte) error {
+			var a Approval
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			if len(statuses) == 0 || slices.Contains(statuses, a.Status) {
+				out = append(out, a)
+			}
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b Approval) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, err
+}
+
+func getApproval(b *bolt.Bucket, id string) (Approval, error) {
+	v := b.Get([]byte(id))
+	if v == nil {
+		return Approval{}, fmt.Errorf("%w: %q", ErrNoApproval, id)
+	}
+	var a Approval
+	if err := json.Unmarshal(v, &a); err != nil {
+		return Approval{}, fmt.Errorf("approval %s is corrupt: %w", id, err)
+	}
+	return a, nil
+}
+
+func putApproval(b *bolt.Bucket, a Approval) error {
+	v, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(a.ID), v)
+}
+
+// newID is a random, unused request id: 12 lowercase hex characters.
+func newID(b *bolt.Bucket) string {
+	for {
+		var r [6]byte
+		_, _ = rand.Read(r[:])
+		if id := hex.EncodeToString(r[:]); b.Get([]byte(id)) == nil {
+			return id
+		}
+	}
+}
