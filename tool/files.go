@@ -1,0 +1,277 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// MaxReadBytes is the most read_file returns in one call.
+const MaxReadBytes = 200_000
+
+// readTracker remembers, per resolved path, what the file looked like when
+// the session last read (or wrote) it.
+type readTracker struct {
+	mu   sync.Mutex
+	seen map[string]fileStamp
+}
+
+type fileStamp struct {
+	mtime time.Time
+	size  int64
+}
+
+func (r *readTracker) remember(path string, fi sandbox.FileInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]fileStamp{}
+	}
+	r.seen[path] = fileStamp{fi.ModTime, fi.Size}
+}
+
+func (r *readTracker) lookup(path string) (fileStamp, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.seen[path]
+	return s, ok
+}
+
+// checkOverwrite enforces read-before-write for an existing file: it must
+// have been read in this session and be unchanged since (same mtime and
+// size). A missing file passes. It returns the file's resolved key.
+func (ts *Toolset) checkOverwrite(ctx context.Context, path string) (string, *Output) {
+	fi, err := ts.opts.Sandbox.Stat(ctx, path)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		o := failf("%s", describeErr(err))
+		return "", &o
+	}
+	if fi.Kind == sandbox.KindDir {
+		o := failf("%s is a directory", path)
+		return "", &o
+	}
+	if !ts.guard {
+		return fi.Path, nil
+	}
+	stamp, ok := ts.seen.lookup(fi.Path)
+	switch {
+	case !ok:
+		o := failf("read %s before overwriting it", path)
+		return "", &o
+	case !stamp.mtime.Equal(fi.ModTime) || stamp.size != fi.Size:
+		o := failf("stale: %s changed since you read it; read it again first", path)
+		return "", &o
+	}
+	return fi.Path, nil
+}
+
+// afterWrite records the new state so the session may write again.
+func (ts *Toolset) afterWrite(ctx context.Context, path string) {
+	if fi, err := ts.opts.Sandbox.Stat(ctx, path); err == nil {
+		ts.seen.remember(fi.Path, fi)
+	}
+}
+
+type readArgs struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
+	var a readArgs
+	if err := decode(raw, &a); err != nil {
+		return failf("%v", err), nil
+	}
+	if a.Path == "" {
+		return failf("read_file needs a path"), nil
+	}
+	if a.Offset < 0 || a.Limit < 0 {
+		return failf("offset and limit must not be negative"), nil
+	}
+	if out, ok, err := ts.gate(ctx, permission.Read, "read_file", a.Path, raw); !ok {
+		return out, err
+	}
+	sb := ts.opts.Sandbox
+	// Stat before reading: if the file changes in between, the recorded
+	// stamp is the older one and a later write is refused as stale.
+	fi, err := sb.Stat(ctx, a.Path)
+	if err != nil {
+		return failf("%s", describeErr(err)), nil
+	}
+	data, err := sb.Read(ctx, a.Path)
+	if err != nil {
+		return failf("%s", describeErr(err)), nil
+	}
+	ts.seen.remember(fi.Path, fi)
+	if isBinary(data) {
+		return Output{
+			Text: fmt.Sprintf("%s is a binary file (%d bytes); not shown", a.Path, len(data)),
+			Data: map[string]any{"path": fi.Path, "binary": true, "size": len(data)},
+		}, nil
+	}
+	return Output{Text: window(string(data), a.Offset, a.Limit)}, nil
+}
+
+// isBinary: a NUL byte, or invalid UTF-8, in the first 8 KiB.
+func isBinary(b []byte) bool {
+	head := b[:min(len(b), 8192)]
+	if bytes.IndexByte(head, 0) >= 0 {
+		return true
+	}
+	if len(head) < len(b) { // a character may straddle the cut: drop it
+		for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(head[i]) {
+				if !utf8.FullRune(head[i:]) {
+					head = head[:i]
+				}
+				break
+			}
+		}
+	}
+	return !utf8.Valid(head)
+}
+
+// window applies the 1-based line offset and the line limit, then caps the
+// text at MaxReadBytes without cutting a character, saying what was left.
+func window(text string, offset, limit int) string {
+	if offset > 1 || limit > 0 {
+		lines := strings.SplitAfter(text, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		start := max(offset, 1) - 1
+		if start >= len(lines) {
+			return fmt.Sprintf("[the file has %d lines; offset %d is past the end]", len(lines), offset)
+		}
+		end := len(lines)
+		if limit > 0 {
+			end = min(end, start+limit)
+		}
+		text = strings.Join(lines[start:end], "")
+		if end < len(lines) {
+			text += fmt.Sprintf("\n[lines %d-%d of %d; use offset %d to read on]", start+1, end, len(lines), end+1)
+		}
+	}
+	if len(text) <= MaxReadBytes {
+		return text
+	}
+	cut := MaxReadBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + fmt.Sprintf("\n[truncated: showing %d of %d bytes; use offset and limit to read the rest]", cut, len(text))
+}
+
+type writeArgs struct {
+	Path    string  `json:"path"`
+	Content *string `json:"content"`
+}
+
+func writeFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
+	var a writeArgs
+	if err := decode(raw, &a); err != nil {
+		return failf("%v", err), nil
+	}
+	if a.Path == "" || a.Content == nil {
+		return failf("write_file needs a path and content"), nil
+	}
+	if out, ok, err := ts.gate(ctx, permission.Write, "write_file", a.Path, raw); !ok {
+		return out, err
+	}
+	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
+		return *refuse, nil
+	}
+	if err := ts.opts.Sandbox.Write(ctx, a.Path, []byte(*a.Content)); err != nil {
+		return failf("%s", describeErr(err)), nil
+	}
+	ts.afterWrite(ctx, a.Path)
+	return structured(map[string]any{"ok": true, "path": a.Path, "bytes": len(*a.Content)}), nil
+}
+
+type editArgs struct {
+	Path       string  `json:"path"`
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll bool    `json:"replace_all"`
+}
+
+func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
+	var a editArgs
+	if err := decode(raw, &a); err != nil {
+		return failf("%v", err), nil
+	}
+	switch {
+	case a.Path == "" || a.OldString == nil || a.NewString == nil:
+		return failf("edit_file needs path, old_string and new_string"), nil
+	case *a.OldString == "":
+		return failf("old_string is empty: give the exact text to replace (use write_file to create a file)"), nil
+	case *a.OldString == *a.NewString:
+		return failf("old_string and new_string are the same: nothing to change"), nil
+	}
+	if out, ok, err := ts.gate(ctx, permission.Write, "edit_file", a.Path, raw); !ok {
+		return out, err
+	}
+	sb := ts.opts.Sandbox
+	if _, err := sb.Stat(ctx, a.Path); err != nil {
+		return failf("%s", describeErr(err)), nil
+	}
+	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
+		return *refuse, nil
+	}
+	data, err := sb.Read(ctx, a.Path)
+	if err != nil {
+		return failf("%s", describeErr(err)), nil
+	}
+	text := string(data)
+	n := strings.Count(text, *a.OldString)
+	switch {
+	case n == 0:
+		return failf("old_string not found in %s: it must match the file exactly, including spaces and line breaks", a.Path), nil
+	case n > 1 && !a.ReplaceAll:
+		return failf("old_string appears %d times in %s: include more surrounding text to make it unique, or set replace_all", n, a.Path), nil
+	}
+	if !a.ReplaceAll {
+		n = 1
+	}
+	text = strings.Replace(text, *a.OldString, *a.NewString, n)
+	if err := sb.Write(ctx, a.Path, []byte(text)); err != nil {
+		return failf("%s", describeErr(err)), nil
+	}
+	ts.afterWrite(ctx, a.Path)
+	return structured(map[string]any{"ok": true, "path": a.Path, "replacements": n}), nil
+}
+
+type globArgs struct {
+	Pattern string `json:"pattern"`
+}
+
+func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
+	var a globArgs
+	if err := decode(raw, &a); err != nil {
+		return failf("%v", err), nil
+	}
+	if a.Pattern == "" {
+		return failf("glob needs a pattern, for example \"**/*.go\""), nil
+	}
+	if out, ok, err := ts.gate(ctx, permission.Glob, "glob", a.Pattern, raw); !ok {
+		return out, err
+	}
+	files, err := ts.opts.Sandbox.Glob(ctx, a.Pattern)
+	if err != nil {
+		return failf("%s", describeErr(err)), nil
+	}
+	return structured(map[string]any{"files": files}), nil
+}

@@ -1,0 +1,101 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Limits of the shell tool's output, per stream, as the model sees it.
+const (
+	MaxShellLines = 200
+	MaxShellChars = 16_000
+	// MaxShellTimeout is the longest timeout a model may ask for.
+	MaxShellTimeout = 30 * time.Minute
+)
+
+// ansiRE matches terminal escape sequences: colour codes (ESC [ 1;31 m)
+// and other CSI sequences, and OSC sequences (titles, hyperlinks).
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
+
+// Truncate prepares one output stream for a model: terminal escape codes
+// stripped; when there are more than maxLines lines only the last maxLines
+// are kept, behind a "[truncated N lines]" marker; then at most maxChars
+// characters (the end is kept, never cutting a character).
+func Truncate(s string, maxLines, maxChars int) string {
+	s = ansiRE.ReplaceAllString(s, "")
+	lines := strings.Split(s, "\n")
+	trailing := len(lines) > 0 && lines[len(lines)-1] == ""
+	if trailing {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > maxLines {
+		dropped := len(lines) - maxLines
+		lines = append([]string{fmt.Sprintf("[truncated %d lines]", dropped)}, lines[dropped:]...)
+		s = strings.Join(lines, "\n")
+		if trailing {
+			s += "\n"
+		}
+	}
+	if r := []rune(s); len(r) > maxChars {
+		s = string(r[len(r)-maxChars:])
+	}
+	return s
+}
+
+type shellArgs struct {
+	Command string   `json:"command"`
+	Timeout *float64 `json:"timeout"` // seconds
+}
+
+// ShellResult is the shell tool's structured result.
+type ShellResult struct {
+	ExitCode int    `json:"exit_code"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	TimedOut bool   `json:"timed_out"`
+}
+
+func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
+	var a shellArgs
+	if err := decode(raw, &a); err != nil {
+		return failf("%v", err), nil
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return failf("shell needs a command"), nil
+	}
+	timeout := sandbox.DefaultTimeout
+	if a.Timeout != nil {
+		t := time.Duration(*a.Timeout * float64(time.Second))
+		if t <= 0 || t > MaxShellTimeout {
+			return failf("timeout must be between 0 and %v seconds", MaxShellTimeout.Seconds()), nil
+		}
+		timeout = t
+	}
+	if out, ok, err := ts.gate(ctx, permission.Shell, "shell", a.Command, raw); !ok {
+		return out, err
+	}
+	res, err := ts.opts.Sandbox.Exec(ctx, sandbox.Command{Shell: a.Command, Timeout: timeout})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Output{}, ctx.Err()
+		}
+		return failf("%s", describeErr(err)), nil
+	}
+	r := ShellResult{
+		ExitCode: res.ExitCode,
+		Stdout:   Truncate(string(res.Stdout), MaxShellLines, MaxShellChars),
+		Stderr:   Truncate(string(res.Stderr), MaxShellLines, MaxShellChars),
+		TimedOut: res.TimedOut,
+	}
+	if res.TimedOut {
+		r.Stderr += fmt.Sprintf("\n[timed out after %v; every process it started was stopped]", timeout)
+	}
+	return structured(r), nil
+}

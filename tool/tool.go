@@ -1,0 +1,219 @@
+// Package tool holds the agent tools hutch offers — read_file, write_file,
+// edit_file, glob, shell, fetch and web_search — each of which asks the
+// permission gate first and then acts through the sandbox.
+//
+// Tools never fail the agent loop: escapes, missing files, timeouts and
+// denials come back as an Output with IsError set and a clear message. The
+// one exception is a call waiting for a human in approve mode, which
+// returns an error matching permission.ErrApprovalRequired so the caller
+// can suspend and resume.
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Output is what a tool call returns to the model.
+type Output struct {
+	// Text is what the model reads.
+	Text string
+	// Data is the structured result (JSON-encodable); nil for plain text
+	// results and for errors.
+	Data any
+	// IsError marks a failed or refused call.
+	IsError bool
+}
+
+func failf(format string, args ...any) Output {
+	return Output{Text: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// structured returns an Output whose text is the JSON of data, so a client
+// that ignores structured content still sees everything.
+func structured(data any) Output {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return failf("encoding result: %v", err)
+	}
+	return Output{Text: string(b), Data: data}
+}
+
+// Tool describes one tool for a front end (an MCP server, an agent loop).
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the arguments object.
+	InputSchema json.RawMessage
+	// Capability is what the gate checks before the tool acts.
+	Capability permission.Capability
+
+	call func(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error)
+}
+
+// Options configure a Toolset.
+type Options struct {
+	// Sandbox is where tools act. Required.
+	Sandbox sandbox.Sandbox
+	// Gate decides what tools may do. Required.
+	Gate *permission.Gate
+	// Fetcher enables the fetch tool; nil leaves it out.
+	Fetcher *Fetcher
+	// Search enables the web_search tool; nil leaves it out.
+	Search SearchBackend
+	// WriteGuard controls the read-before-write guard of write_file and
+	// edit_file. GuardAuto (the default) turns it on for sandboxes with a
+	// shell — anything else can change their files — and off for the
+	// in-memory tier.
+	WriteGuard Guard
+}
+
+// Guard is a setting for the read-before-write guard.
+type Guard int
+
+// Guard settings.
+const (
+	GuardAuto Guard = iota
+	GuardOn
+	GuardOff
+)
+
+// Toolset is the tools of one agent session: one sandbox, one gate, and
+// the session's read-before-write memory. It is safe for concurrent use.
+type Toolset struct {
+	opts  Options
+	guard bool
+	seen  readTracker
+}
+
+// New returns the toolset for a session. Errors match sandbox.ErrConfig.
+func New(opts Options) (*Toolset, error) {
+	if opts.Sandbox == nil || opts.Gate == nil {
+		return nil, fmt.Errorf("%w: a toolset needs a sandbox and a permission gate", sandbox.ErrConfig)
+	}
+	guard := opts.WriteGuard == GuardOn || (opts.WriteGuard == GuardAuto && opts.Sandbox.Supports(sandbox.CapShell))
+	return &Toolset{opts: opts, guard: guard}, nil
+}
+
+// Sandbox is the toolset's sandbox.
+func (ts *Toolset) Sandbox() sandbox.Sandbox { return ts.opts.Sandbox }
+
+// Tools lists the tools this session offers: read_file and glob always;
+// write_file and edit_file unless write can never pass the gate; shell when
+// the sandbox has one and shell can pass; fetch with a Fetcher and
+// web_search with a backend, each unless its capability can never pass. A
+// tool the agent could never use is not offered at all.
+func (ts *Toolset) Tools() []Tool {
+	g := ts.opts.Gate
+	var out []Tool
+	for _, t := range catalog {
+		switch t.Name {
+		case "write_file", "edit_file":
+			if g.NeverAllows(permission.Write) {
+				continue
+			}
+		case "shell":
+			if !ts.opts.Sandbox.Supports(sandbox.CapShell) || g.NeverAllows(permission.Shell) {
+				continue
+			}
+		case "fetch":
+			if ts.opts.Fetcher == nil || g.NeverAllows(permission.Fetch) {
+				continue
+			}
+		case "web_search":
+			if ts.opts.Search == nil || g.NeverAllows(permission.Search) {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Call runs the named tool with JSON arguments. The error is non-nil only
+// when the call waits for approval (permission.ErrApprovalRequired) or ctx
+// ended; everything else is an Output.
+func (ts *Toolset) Call(ctx context.Context, name string, args json.RawMessage) (Output, error) {
+	for _, t := range ts.Tools() {
+		if t.Name == name {
+			return t.call(ctx, ts, args)
+		}
+	}
+	names := []string{}
+	for _, t := range ts.Tools() {
+		names = append(names, t.Name)
+	}
+	return failf("unknown tool %q: this session offers %s", name, strings.Join(names, ", ")), nil
+}
+
+// gate asks the permission gate. A denial becomes the Output to return
+// (ok false); approval-required and context errors are returned as err.
+func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, detail string, raw json.RawMessage) (Output, bool, error) {
+	d, err := ts.opts.Gate.Check(ctx, permission.Request{Capability: c, Detail: detail, Tool: tool, Args: raw})
+	if err != nil {
+		return Output{}, false, err
+	}
+	if !d.Allowed {
+		return failf("%s", d.Reason), false, nil
+	}
+	return Output{}, true, nil
+}
+
+// decode reads arguments strictly: unknown fields and trailing data are
+// errors a model can fix.
+func decode(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad arguments: %v", err)
+	}
+	if dec.More() {
+		return errors.New("bad arguments: more than one JSON value")
+	}
+	return nil
+}
+
+// describeErr turns a sandbox error into a message for the model.
+func describeErr(err error) string {
+	var hint string
+	switch {
+	case errors.Is(err, sandbox.ErrEscape):
+		hint = " (paths must stay inside the sandbox root)"
+	case errors.Is(err, sandbox.ErrNotFound):
+		hint = " (check the path with glob)"
+	case errors.Is(err, sandbox.ErrIsDir):
+		hint = " (use glob to list a directory)"
+	}
+	return err.Error() + hint
+}
+
+// schema builds a JSON Schema object from property definitions.
+func schema(required []string, props map[string]map[string]any) json.RawMessage {
+	if required == nil {
+		required = []string{}
+	}
+	sort.Strings(required)
+	b, _ := json.Marshal(map[string]any{
+		"type":                 "object",
+		"properties":           props,
+		"required":             required,
+		"additionalProperties": false,
+	})
+	return b
+}
+
+func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+func integer(desc string, minimum int) map[string]any {
+	return map[string]any{"type": "integer", "description": desc, "minimum": minimum}
+}
