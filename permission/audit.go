@@ -15,7 +15,8 @@ type AuditEntry struct {
 	Detail     string     `json:"detail,omitempty"`
 	Tool       string     `json:"tool,omitempty"`
 	Mode       Mode       `json:"mode"`
-	// Outcome is "allowed", "denied" or "approval_required".
+	// Outcome is "allowed", "denied", "approval_required" or "asking" (an
+	// Asker deferred; the call comes again with the answer).
 	Outcome    string `json:"outcome"`
 	By         string `json:"by"`
 	ApprovalID string `json:"approval_id,omitempty"`

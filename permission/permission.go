@@ -160,8 +160,15 @@ func (e *ApprovalRequiredError) Error() string {
 // Is makes errors.Is(err, ErrApprovalRequired) hold.
 func (e *ApprovalRequiredError) Is(target error) bool { return target == ErrApprovalRequired }
 
-// Asker asks a human whether req may proceed. An error counts as a denial.
+// Asker asks a human whether req may proceed. An error counts as a denial,
+// except one matching ErrAskDeferred.
 type Asker func(ctx context.Context, req Request) (bool, error)
+
+// ErrAskDeferred lets an Asker suspend a call instead of answering now: the
+// gate returns the Asker's error from Check (not a denial), so a front end
+// that must ask out of band (MCP's multi-round-trip requests) can collect
+// the answer and call again.
+var ErrAskDeferred = errors.New("ask deferred")
 
 // Config builds a Gate.
 type Config struct {
@@ -230,7 +237,8 @@ func (g *Gate) NeverAllows(c Capability) bool {
 
 // Check decides req. A denial is a Decision with Allowed false, never an
 // error. The error is non-nil only in Approve mode while the request waits
-// for a human (*ApprovalRequiredError), or when ctx is done.
+// for a human (*ApprovalRequiredError), when the Asker deferred
+// (ErrAskDeferred), or when ctx is done.
 func (g *Gate) Check(ctx context.Context, req Request) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
@@ -265,6 +273,8 @@ func (g *Gate) decide(ctx context.Context, req Request) (Decision, error) {
 		}
 		ok, err := g.cfg.Asker(ctx, req)
 		switch {
+		case errors.Is(err, ErrAskDeferred):
+			return Decision{By: "asker"}, err
 		case err != nil:
 			return deny("asker", "%s denied: could not ask: %v", req.describe(), err), nil
 		case !ok:
@@ -305,6 +315,8 @@ func (g *Gate) audit(req Request, d Decision, err error) error {
 	switch {
 	case errors.Is(err, ErrApprovalRequired):
 		outcome = "approval_required"
+	case errors.Is(err, ErrAskDeferred):
+		outcome = "asking"
 	case err != nil:
 		return nil // ctx done: nothing was decided
 	case d.Allowed:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -393,5 +394,14 @@ func TestCancelledContext(t *testing.T) {
 	cancel()
 	if _, err := gate(t, permission.Config{Mode: permission.Auto}).Check(ctx, req(permission.Write, "x")); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
+	}
+}
+
+func TestAskDeferred(t *testing.T) {
+	later := fmt.Errorf("waiting for the client: %w", permission.ErrAskDeferred)
+	g := gate(t, permission.Config{Mode: permission.Ask, Asker: func(context.Context, permission.Request) (bool, error) { return false, later }})
+	d, err := g.Check(bg, req(permission.Write, "a"))
+	if !errors.Is(err, permission.ErrAskDeferred) || d.Allowed {
+		t.Fatalf("a deferred ask must come back as the Asker's error, got %+v %v", d, err)
 	}
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/permission"
+)
+
+func newApprovalsCmd() *cobra.Command {
+	var store string
+	c := &cobra.Command{
+		Use:   "approvals",
+		Short: "List, approve or deny pending requests of approve mode",
+	}
+	c.PersistentFlags().StringVar(&store, "store", "", "the approval store file (as given to hutch mcp --store)")
+	_ = c.MarkPersistentFlagRequired("store")
+
+	var asJSON, all bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List pending requests (--all: every request)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := permission.OpenStore(store)
+			if err != nil {
+				return err
+			}
+			statuses := []permission.Status{permission.StatusPending}
+			if all {
+				statuses = nil
+			}
+			items, err := s.List(c.Context(), statuses...)
+			if err != nil {
+				return err
+			}
+			out := c.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(items)
+			}
+			if len(items) == 0 {
+				fmt.Fprintln(out, "no pending requests")
+				return nil
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSTATUS\tCAPABILITY\tTOOL\tDETAIL\tCREATED")
+			for _, a := range items {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Status, a.Capability, a.Tool, oneLine(a.Detail), a.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+			}
+			return w.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	list.Flags().BoolVar(&all, "all", false, "include decided and used requests")
+
+	decide := func(use, short string, approve bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " ID",
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				s, err := permission.OpenStore(store)
+				if err != nil {
+					return err
+				}
+				a, err := s.Decide(c.Context(), args[0], approve)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s (%s); it covers the next identical call, once\n", a.Status, a.ID, a.Capability, oneLine(a.Detail))
+				return nil
+			},
+		}
+	}
+	c.AddCommand(list, decide("approve", "Approve one pending request", true), decide("deny", "Deny one pending request", false))
+	return c
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/hutchsandbox/hutch/mcpserver"
+)
+
+func newMCPCmd() *cobra.Command {
+	var s mcpserver.Settings
+	var config string
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve hutch's tools over the Model Context Protocol (stdio, or --http ADDR)",
+		Long: `Serve hutch's tools (read_file, glob, write_file, edit_file, shell, fetch,
+web_search) to an MCP client. Which tools are listed depends on the tier and the
+permission mode: a tool the agent could never use is not offered.
+
+Settings come from flags, or from a YAML file (--config) with the same keys
+(tier, root, mode, allow, fetch_allow, search_url, store, audit, http); flags
+given on the command line win.`,
+		Example: `  hutch mcp --tier local --root ~/project --mode ask
+  hutch mcp --tier local --root . --mode approve --store approvals.db --audit audit.jsonl
+  hutch mcp --http 127.0.0.1:8765 --tier local --root . --mode auto`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			settings := s
+			if config != "" {
+				file, err := mcpserver.LoadSettings(config)
+				if err != nil {
+					return err
+				}
+				settings = overlay(file, s, c.Flags())
+			}
+			return serveMCP(c.Context(), settings, c.ErrOrStderr())
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local")
+	f.StringVar(&s.Root, "root", ".", "the sandbox root directory (local tier)")
+	f.StringVar(&s.Mode, "mode", "read_only", "permission mode: read_only, auto, ask, approve")
+	f.StringSliceVar(&s.Allow, "allow", nil, "capabilities allowed in any mode (comma-separated: write,shell,fetch,search)")
+	f.StringSliceVar(&s.FetchAllow, "fetch-allow", nil, "hosts fetch may reach (comma-separated; a host also allows its subdomains)")
+	f.StringVar(&s.SearchURL, "search-url", "", "SearXNG instance for web_search (its JSON API)")
+	f.StringVar(&s.Store, "store", "", "approval store file (required in approve mode)")
+	f.StringVar(&s.Audit, "audit", "", "append every permission decision to this file as JSON lines")
+	f.StringVar(&s.HTTP, "http", "", "serve the streamable HTTP transport on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
+	f.StringVar(&config, "config", "", "read settings from this YAML file")
+	return c
+}
+
+// overlay returns file settings with every flag the user set on top.
+func overlay(file, flags mcpserver.Settings, set *pflag.FlagSet) mcpserver.Settings {
+	pick := func(name string, dst *string, v string) {
+		if set.Changed(name) {
+			*dst = v
+		}
+	}
+	pick("tier", &file.Tier, flags.Tier)
+	pick("root", &file.Root, flags.Root)
+	pick("mode", &file.Mode, flags.Mode)
+	pick("search-url", &file.SearchURL, flags.SearchURL)
+	pick("store", &file.Store, flags.Store)
+	pick("audit", &file.Audit, flags.Audit)
+	pick("http", &file.HTTP, flags.HTTP)
+	if set.Changed("allow") {
+		file.Allow = flags.Allow
+	}
+	if set.Changed("fetch-allow") {
+		file.FetchAllow = flags.FetchAllow
+	}
+	return file
+}
+
+func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
+	cfg, closeAll, err := mcpserver.Open(ctx, s)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	cfg.Version = version()
+	if s.HTTP == "" {
+		return mcpserver.ServeStdio(ctx, cfg)
+	}
+	h, err := mcpserver.Handler(cfg)
+	if err != nil {
+		return err
+	}
+	addr := s.HTTP
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr // never every interface by accident
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	fmt.Fprintf(logw, "hutch: serving MCP on http://%s/\n", ln.Addr())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

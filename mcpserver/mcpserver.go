@@ -1,0 +1,296 @@
+// Package mcpserver serves hutch's tools to any agent over the Model Context
+// Protocol, on stdio or the streamable HTTP transport, using the official Go
+// SDK.
+//
+// Each MCP session gets its own tool.Toolset (so the read-before-write
+// guard is per session) over the one sandbox and permission gate given in
+// Config. Tools are listed by the offering rules of package tool; a tool
+// the agent could never use is not listed. Results carry text content and,
+// for JSON-shaped results, structuredContent; refused and failed calls set
+// isError. In ask mode the gate asks the human through MCP elicitation
+// (see Asker); in approve mode an undecided call gets an error result
+// naming the pending request and the command that approves it.
+package mcpserver
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/tool"
+)
+
+// Config is what every session of the server shares.
+type Config struct {
+	// Tools is the template for each session's toolset (Sandbox, Gate,
+	// Fetcher, Search, WriteGuard). Sandbox and Gate are required.
+	Tools tool.Options
+	// StorePath is the approval store's file, quoted in the command an
+	// approve-mode error tells the human to run.
+	StorePath string
+	// Version is reported to clients.
+	Version string
+}
+
+// New returns an MCP server with hutch's tools, for one session (stdio) or
+// as the template of every session (HTTP builds one per session).
+func New(cfg Config) (*mcp.Server, error) {
+	ts, err := tool.New(cfg.Tools)
+	if err != nil {
+		return nil, err
+	}
+	version := cfg.Version
+	if version == "" {
+		version = "devel"
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hutch", Version: version}, &mcp.ServerOptions{
+		Instructions: instructions(cfg.Tools),
+		Capabilities: &mcp.ServerCapabilities{},
+	})
+	for _, t := range ts.Tools() {
+		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(ts, t.Name, cfg.StorePath))
+	}
+	return srv, nil
+}
+
+// instructions tells the model where its tools act and what they may do.
+func instructions(o tool.Options) string {
+	var parts []string
+	if s := o.Sandbox.Instructions(); s != "" {
+		parts = append(parts, s)
+	} else {
+		parts = append(parts, "Your files live in an in-memory sandbox; nothing on the host is reachable and there is no shell.")
+	}
+	switch o.Gate.Mode() {
+	case permission.ReadOnly:
+		parts = append(parts, "Permission mode read_only: reading and listing files is allowed; other actions only where explicitly granted.")
+	case permission.Auto:
+		parts = append(parts, "Permission mode auto: every offered tool may act without asking.")
+	case permission.Ask:
+		parts = append(parts, "Permission mode ask: a person is asked before privileged actions; a refusal comes back as an error result.")
+	case permission.Approve:
+		parts = append(parts, "Permission mode approve: privileged actions wait for a person's approval; when a result says approval is required, tell the user and retry the identical call after it is approved.")
+	}
+	return strings.Join(parts, "\n")
+}
+
+func handler(ts *tool.Toolset, name, storePath string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
+		if len(req.Params.InputResponses) > 0 {
+			ans, err := readAnswer(req.Params.RequestState, req.Params.InputResponses[askInputID])
+			if err != nil {
+				return textResult("could not use the user's answer: "+err.Error()+"; call the tool again", true), nil
+			}
+			ctx = context.WithValue(ctx, answerKey{}, ans)
+		}
+		out, err := ts.Call(ctx, name, req.Params.Arguments)
+		var ar *permission.ApprovalRequiredError
+		var need *askNeeded
+		switch {
+		case errors.As(err, &need):
+			return askResult(need.req)
+		case errors.As(err, &ar):
+			return textResult(approvalText(ar, storePath), true), nil
+		case err != nil:
+			return nil, err
+		}
+		res := textResult(out.Text, out.IsError)
+		if out.Data != nil {
+			res.StructuredContent = out.Data
+		}
+		return res, nil
+	}
+}
+
+func approvalText(ar *permission.ApprovalRequiredError, storePath string) string {
+	cmd := "hutch approvals approve " + ar.ID
+	if storePath != "" {
+		cmd += " --store " + shellQuote(storePath)
+	}
+	return fmt.Sprintf("approval required: %s (%s) is pending as request %s. A person approves it with: %s — then repeat this exact call.",
+		ar.Request.Capability, ar.Request.Detail, ar.ID, cmd)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func textResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}
+
+type (
+	sessionKey struct{}
+	answerKey  struct{}
+)
+
+// askInputID names the one input request hutch makes: may this call go on?
+const askInputID = "permission"
+
+// askNeeded is how Asker suspends a call: the tool handler turns it into an
+// input-required result (SEP-2322 multi-round-trip), which the SDK either
+// passes to the client (new protocol versions) or fulfils with a legacy
+// elicitation/create request (older ones) before calling the handler again
+// with the answer.
+type askNeeded struct{ req permission.Request }
+
+func (e *askNeeded) Error() string        { return "waiting for the user's answer" }
+func (e *askNeeded) Is(target error) bool { return target == permission.ErrAskDeferred }
+
+// answer is the user's reply, bound to one request by its key.
+type answer struct {
+	key    string
+	accept bool
+}
+
+// Asker is the permission.Asker for ask mode over MCP. It asks the human
+// through the client's elicitation (a form with no fields: accept allows,
+// decline or cancel denies). The answer is bound to the exact request — a
+// retry that changed the arguments is refused. When the client did not
+// declare elicitation, or the call did not come through MCP, it denies and
+// says why.
+func Asker(ctx context.Context, req permission.Request) (bool, error) {
+	if a, ok := ctx.Value(answerKey{}).(answer); ok {
+		key, err := permission.RequestKey(req)
+		if err != nil || key != a.key {
+			return false, errors.New("the user's answer was for a different call")
+		}
+		return a.accept, nil
+	}
+	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
+	if ss == nil {
+		return false, errors.New("no MCP session to ask through")
+	}
+	if p := ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return false, errors.New("the MCP client cannot ask the user (it did not declare elicitation); use another mode or a client that supports elicitation")
+	}
+	return false, &askNeeded{req: req}
+}
+
+func askResult(req permission.Request) (*mcp.CallToolResult, error) {
+	key, err := permission.RequestKey(req)
+	if err != nil {
+		return textResult("cannot ask about this call: "+err.Error(), true), nil
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{askInputID: &mcp.ElicitParams{
+			Mode:            "form",
+			Message:         fmt.Sprintf("hutch: allow %s? %s (tool %s)", req.Capability, req.Detail, req.Tool),
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		}},
+		RequestState: signState(key),
+	}, nil
+}
+
+// stateKey signs request states so a client cannot mint an answer for a
+// call it was never asked about. It lives as long as the process.
+var stateKey = func() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}()
+
+// issued holds the outstanding questions, so an answer is used once.
+// Questions never answered expire after questionTTL.
+var issued = struct {
+	sync.Mutex
+	m map[string]time.Time
+}{m: map[string]time.Time{}}
+
+const questionTTL = 30 * time.Minute
+
+func remember(body string) {
+	issued.Lock()
+	defer issued.Unlock()
+	now := time.Now()
+	if len(issued.m) >= 1024 {
+		for k, t := range issued.m {
+			if now.Sub(t) > questionTTL {
+				delete(issued.m, k)
+			}
+		}
+	}
+	issued.m[body] = now
+}
+
+func take(body string) bool {
+	issued.Lock()
+	defer issued.Unlock()
+	t, ok := issued.m[body]
+	delete(issued.m, body)
+	return ok && time.Since(t) <= questionTTL
+}
+
+// signState is "requestkey:nonce.hmac"; the nonce is remembered until an
+// answer uses it.
+func signState(key string) string {
+	var n [12]byte
+	_, _ = rand.Read(n[:])
+	body := key + ":" + hex.EncodeToString(n[:])
+	remember(body)
+	return body + "." + mac(body)
+}
+
+func mac(body string) string {
+	m := hmac.New(sha256.New, stateKey)
+	m.Write([]byte(body))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func readAnswer(state string, resp mcp.InputResponse) (answer, error) {
+	body, sig, ok := strings.Cut(state, ".")
+	if !ok || !hmac.Equal([]byte(mac(body)), []byte(sig)) {
+		return answer{}, errors.New("the request state is missing or was not issued by this server")
+	}
+	if !take(body) {
+		return answer{}, errors.New("this answer was already used or expired")
+	}
+	key, _, _ := strings.Cut(body, ":")
+	er, ok := resp.(*mcp.ElicitResult)
+	if !ok || er == nil {
+		return answer{}, errors.New("no answer to the permission question")
+	}
+	return answer{key: key, accept: er.Action == "accept"}, nil
+}
+
+// ServeStdio serves one session on standard input and output until the
+// client disconnects or ctx ends.
+func ServeStdio(ctx context.Context, cfg Config) error {
+	srv, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx, &mcp.StdioTransport{})
+}
+
+// Handler serves the streamable HTTP transport; each session gets its own
+// toolset. Requests through a localhost address with a foreign Host header
+// (DNS rebinding) and cross-origin browser requests are refused.
+func Handler(cfg Config) (http.Handler, error) {
+	if _, err := New(cfg); err != nil { // fail at start, not per session
+		return nil, err
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		srv, err := New(cfg)
+		if err != nil {
+			return nil // 400; cannot happen after the check above
+		}
+		return srv
+	}, nil)
+	return http.NewCrossOriginProtection().Handler(h), nil
+}

@@ -1,0 +1,133 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/tier"
+	"github.com/hutchsandbox/hutch/tool"
+)
+
+// Settings are the knobs of "hutch mcp", from flags or a YAML file with the
+// same keys.
+type Settings struct {
+	Tier       string   `yaml:"tier"`
+	Root       string   `yaml:"root"`
+	Mode       string   `yaml:"mode"`
+	Allow      []string `yaml:"allow"`
+	FetchAllow []string `yaml:"fetch_allow"`
+	SearchURL  string   `yaml:"search_url"`
+	Store      string   `yaml:"store"`
+	Audit      string   `yaml:"audit"`
+	HTTP       string   `yaml:"http"`
+}
+
+// LoadSettings reads a YAML settings file strictly: unknown keys and
+// trailing documents are errors matching sandbox.ErrConfig.
+func LoadSettings(path string) (Settings, error) {
+	var s Settings
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("%w: config %s: %v", sandbox.ErrConfig, path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
+		return s, fmt.Errorf("%w: config %s: %v", sandbox.ErrConfig, path, err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return s, fmt.Errorf("%w: config %s: more than one YAML document", sandbox.ErrConfig, path)
+	}
+	return s, nil
+}
+
+// Open builds the server's Config from settings: the sandbox, the gate (in
+// ask mode its Asker is Asker), the approval store, the audit log, fetch
+// and search. close releases what was opened; call it when the server
+// stops. Errors match sandbox.ErrConfig or sandbox.ErrUnsupported.
+func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error) {
+	var closers []func() error
+	close = func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	if s.Tier == "" {
+		s.Tier = tier.Virtual
+	}
+	if s.Root == "" {
+		s.Root = "."
+	}
+	mode, err := permission.ParseMode(s.Mode)
+	if err != nil {
+		return cfg, close, err
+	}
+	allow, err := permission.ParseCapabilities(joinComma(s.Allow))
+	if err != nil {
+		return cfg, close, err
+	}
+	gcfg := permission.Config{Mode: mode, Allow: allow}
+	if mode == permission.Ask {
+		gcfg.Asker = Asker
+	}
+	if s.Store != "" {
+		if gcfg.Store, err = permission.OpenStore(s.Store); err != nil {
+			return cfg, close, err
+		}
+		cfg.StorePath = s.Store
+	}
+	if s.Audit != "" {
+		if gcfg.Audit, err = permission.OpenAudit(s.Audit); err != nil {
+			return cfg, close, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
+		}
+		closers = append(closers, gcfg.Audit.Close)
+	}
+	gate, err := permission.New(gcfg)
+	if err != nil {
+		return cfg, close, err
+	}
+	sb, err := tier.Open(ctx, s.Tier, tier.Config{Root: s.Root})
+	if err != nil {
+		return cfg, close, err
+	}
+	closers = append(closers, sb.Close)
+	cfg.Tools = tool.Options{Sandbox: sb, Gate: gate}
+	if len(s.FetchAllow) > 0 {
+		if cfg.Tools.Fetcher, err = tool.NewFetcher(tool.FetchPolicy{Allow: s.FetchAllow}); err != nil {
+			return cfg, close, err
+		}
+	}
+	if s.SearchURL != "" {
+		if u, perr := url.Parse(s.SearchURL); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, close, fmt.Errorf("%w: search URL %q: want http(s)://host[:port][/path] of a SearXNG instance", sandbox.ErrConfig, s.SearchURL)
+		}
+		cfg.Tools.Search = tool.SearXNG{BaseURL: s.SearchURL}
+	}
+	return cfg, close, nil
+}
+
+func joinComma(ss []string) string {
+	var b bytes.Buffer
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
