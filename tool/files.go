@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -109,7 +110,7 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	// stamp is the older one and a later write is refused as stale.
 	fi, err := sb.Stat(ctx, a.Path)
 	if err != nil {
-		return failf("%s", describeErr(err)), nil
+		return failf("%s", describeErr(asOp("read", err))), nil
 	}
 	data, err := sb.Read(ctx, a.Path)
 	if err != nil {
@@ -123,6 +124,16 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		}, nil
 	}
 	return Output{Text: window(string(data), a.Offset, a.Limit)}, nil
+}
+
+// asOp renames the operation of a path error, so the model reads "read x:
+// ..." for a read_file call even when the first step was a stat.
+func asOp(op string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: op, Path: pe.Path, Err: pe.Err}
+	}
+	return err
 }
 
 // isBinary: a NUL byte, or invalid UTF-8, in the first 8 KiB.

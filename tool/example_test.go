@@ -1,0 +1,31 @@
+package tool_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox/virtual"
+	"github.com/hutchsandbox/hutch/tool"
+)
+
+func Example() {
+	ctx := context.Background()
+	gate, _ := permission.New(permission.Config{Mode: permission.Auto})
+	ts, _ := tool.New(tool.Options{Sandbox: virtual.New(), Gate: gate})
+	var names []string
+	for _, t := range ts.Tools() {
+		names = append(names, t.Name)
+	}
+	fmt.Println(strings.Join(names, " "))
+
+	out, _ := ts.Call(ctx, "write_file", []byte(`{"path": "hello.txt", "content": "hi\n"}`))
+	fmt.Println(out.Text)
+	out, _ = ts.Call(ctx, "read_file", []byte(`{"path": "../etc/passwd"}`))
+	fmt.Println(out.IsError, out.Text)
+	// Output:
+	// read_file glob write_file edit_file
+	// {"bytes":3,"ok":true,"path":"hello.txt"}
+	// true read ../etc/passwd: path escapes the sandbox root (paths must stay inside the sandbox root)
+}
