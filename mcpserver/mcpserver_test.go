@@ -266,6 +266,18 @@ func TestSettings(t *testing.T) {
 	}
 }
 
+func TestRelativeStoreIsMadeAbsolute(t *testing.T) {
+	t.Chdir(t.TempDir())
+	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Mode: "approve", Store: "rel.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	if !filepath.IsAbs(cfg.StorePath) || filepath.Base(cfg.StorePath) != "rel.db" {
+		t.Errorf("StorePath %q: the approving command must work from any directory", cfg.StorePath)
+	}
+}
+
 func isConfig(err error) bool { return errors.Is(err, sandbox.ErrConfig) }
 
 // The streamable HTTP transport, through a real HTTP server on 127.0.0.1.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
 
@@ -86,6 +87,11 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 		gcfg.Asker = Asker
 	}
 	if s.Store != "" {
+		// Absolute, so the approving command the server prints works from
+		// any directory, not only from the one the MCP client started it in.
+		if s.Store, err = filepath.Abs(s.Store); err != nil {
+			return cfg, close, fmt.Errorf("%w: store: %v", sandbox.ErrConfig, err)
+		}
 		if gcfg.Store, err = permission.OpenStore(s.Store); err != nil {
 			return cfg, close, err
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -87,6 +88,15 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("%w: approval store %s: %v", sandbox.ErrConfig, path, err)
 	}
 	return s, nil
+}
+
+// OpenExistingStore is OpenStore for a store that must already exist (the
+// approving side): a mistyped path is an error, not a new empty store.
+func OpenExistingStore(path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: approval store %s: %v (give the --store path the server uses)", sandbox.ErrConfig, path, errors.Unwrap(err))
+	}
+	return OpenStore(path)
 }
 
 // Path is the database file.

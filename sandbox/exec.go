@@ -123,7 +123,7 @@ func (cmd Command) Validate() (Command, error) {
 		}
 	}
 	for k, v := range cmd.Env {
-		if err := checkEnvVar(k, v); err != nil {
+		if err := CheckEnvVar(k, v); err != nil {
 			return cmd, err
 		}
 	}
@@ -136,7 +136,9 @@ func (cmd Command) Validate() (Command, error) {
 	return cmd, nil
 }
 
-func checkEnvVar(k, v string) error {
+// CheckEnvVar validates one environment variable: a non-empty name without
+// '=' or NUL, a value without NUL. Errors match ErrConfig.
+func CheckEnvVar(k, v string) error {
 	if k == "" || strings.ContainsAny(k, "=\x00") {
 		return fmt.Errorf("%w: bad environment variable name %q: want NAME=VALUE with a non-empty NAME without '='", ErrConfig, k)
 	}
@@ -155,7 +157,7 @@ func ParseEnv(kvs []string) (map[string]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: environment entry %q has no '=': write NAME=VALUE", ErrConfig, kv)
 		}
-		if err := checkEnvVar(k, v); err != nil {
+		if err := CheckEnvVar(k, v); err != nil {
 			return nil, err
 		}
 		env[k] = v

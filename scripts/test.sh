@@ -58,4 +58,16 @@ for pkg in $(go list ./...); do
   done
 done
 
+echo "== MCP end to end (official TypeScript client, e2e/)"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "== installing nodejs npm"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+fi
+npm ci --prefix e2e --no-audit --no-fund --loglevel=error >/dev/null
+e2e_bin=$(mktemp -d)
+trap 'rm -rf "$e2e_bin"' EXIT
+CGO_ENABLED=0 go build -o "$e2e_bin/hutch" ./cmd/hutch
+HUTCH_BIN="$e2e_bin/hutch" node --test e2e/
+
 echo "== all tests passed"

@@ -56,7 +56,7 @@ func (ts *Toolset) checkOverwrite(ctx context.Context, path string) (string, *Ou
 		return "", nil
 	}
 	if err != nil {
-		o := failf("%s", describeErr(err))
+		o := failf("%s", describeErr(asOp("write", err)))
 		return "", &o
 	}
 	if fi.Kind == sandbox.KindDir {
@@ -127,7 +127,8 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 }
 
 // asOp renames the operation of a path error, so the model reads "read x:
-// ..." for a read_file call even when the first step was a stat.
+// ..." for a read_file call (or "edit x: ...") even when the first step
+// was a stat.
 func asOp(op string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -237,7 +238,7 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	}
 	sb := ts.opts.Sandbox
 	if _, err := sb.Stat(ctx, a.Path); err != nil {
-		return failf("%s", describeErr(err)), nil
+		return failf("%s", describeErr(asOp("edit", err))), nil
 	}
 	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
 		return *refuse, nil

@@ -25,7 +25,7 @@ func newApprovalsCmd() *cobra.Command {
 		Short: "List pending requests (--all: every request)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			s, err := permission.OpenStore(store)
+			s, err := permission.OpenExistingStore(store)
 			if err != nil {
 				return err
 			}
@@ -62,7 +62,7 @@ func newApprovalsCmd() *cobra.Command {
 			Short: short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
-				s, err := permission.OpenStore(store)
+				s, err := permission.OpenExistingStore(store)
 				if err != nil {
 					return err
 				}

@@ -74,6 +74,11 @@ func TestApprovalsCLI(t *testing.T) {
 	if code != 125 || !strings.Contains(errOut, "store") {
 		t.Errorf("missing --store: %d %q", code, errOut)
 	}
+	missing := filepath.Join(t.TempDir(), "typo.db")
+	code, _, errOut = hutch(t, "", "approvals", "list", "--store", missing)
+	if _, err := os.Stat(missing); code != 125 || !strings.Contains(errOut, "typo.db") || err == nil {
+		t.Errorf("a mistyped store must be an error and not be created: %d %q %v", code, errOut, err)
+	}
 }
 
 func TestMCPBadSettings(t *testing.T) {

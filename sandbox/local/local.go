@@ -85,7 +85,7 @@ func New(dir string, opts Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("%w: root %s is not a directory", sandbox.ErrConfig, dir)
 	}
 	for k, v := range opts.Env {
-		if _, err := sandbox.ParseEnv([]string{k + "=" + v}); err != nil {
+		if err := sandbox.CheckEnvVar(k, v); err != nil {
 			return nil, err
 		}
 	}
