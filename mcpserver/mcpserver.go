@@ -275,7 +275,7 @@ func ServeStdio(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, &mcp.StdioTransport{})
+	return srv.Run(ctx, StdioTransport())
 }
 
 // Handler serves the streamable HTTP transport; each session gets its own

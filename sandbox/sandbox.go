@@ -119,3 +119,25 @@ const (
 	// MaxPathLen is the longest path, in bytes, any operation accepts.
 	MaxPathLen = 4096
 )
+
+// StatReader is implemented by tiers that can read a file and describe it
+// in one step (one path resolution, one open). The FileInfo describes the
+// file as it was when opened, before its content was read.
+type StatReader interface {
+	ReadStat(ctx context.Context, path string) ([]byte, FileInfo, error)
+}
+
+// ReadStat reads the file at path and describes it: in one step when sb is
+// a StatReader, otherwise Stat then Read (so the description is never newer
+// than the content).
+func ReadStat(ctx context.Context, sb Sandbox, path string) ([]byte, FileInfo, error) {
+	if sr, ok := sb.(StatReader); ok {
+		return sr.ReadStat(ctx, path)
+	}
+	fi, err := sb.Stat(ctx, path)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	data, err := sb.Read(ctx, path)
+	return data, fi, err
+}

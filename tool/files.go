@@ -105,16 +105,11 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if out, ok, err := ts.gate(ctx, permission.Read, "read_file", a.Path, raw); !ok {
 		return out, err
 	}
-	sb := ts.opts.Sandbox
-	// Stat before reading: if the file changes in between, the recorded
-	// stamp is the older one and a later write is refused as stale.
-	fi, err := sb.Stat(ctx, a.Path)
+	// The stamp describes the file no later than its content: if it changes
+	// in between, a later write is refused as stale, never let through.
+	data, fi, err := sandbox.ReadStat(ctx, ts.opts.Sandbox, a.Path)
 	if err != nil {
 		return failf("%s", describeErr(asOp("read", err))), nil
-	}
-	data, err := sb.Read(ctx, a.Path)
-	if err != nil {
-		return failf("%s", describeErr(err)), nil
 	}
 	ts.seen.remember(fi.Path, fi)
 	if isBinary(data) {

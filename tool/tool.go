@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,9 +90,10 @@ const (
 // Toolset is the tools of one agent session: one sandbox, one gate, and
 // the session's read-before-write memory. It is safe for concurrent use.
 type Toolset struct {
-	opts  Options
-	guard bool
-	seen  readTracker
+	opts    Options
+	guard   bool
+	seen    readTracker
+	offered []Tool // decided once: the gate and the sandbox do not change
 }
 
 // New returns the toolset for a session. Errors match sandbox.ErrConfig.
@@ -100,7 +102,9 @@ func New(opts Options) (*Toolset, error) {
 		return nil, fmt.Errorf("%w: a toolset needs a sandbox and a permission gate", sandbox.ErrConfig)
 	}
 	guard := opts.WriteGuard == GuardOn || (opts.WriteGuard == GuardAuto && opts.Sandbox.Supports(sandbox.CapShell))
-	return &Toolset{opts: opts, guard: guard}, nil
+	ts := &Toolset{opts: opts, guard: guard}
+	ts.offered = ts.offer()
+	return ts, nil
 }
 
 // Sandbox is the toolset's sandbox.
@@ -111,7 +115,9 @@ func (ts *Toolset) Sandbox() sandbox.Sandbox { return ts.opts.Sandbox }
 // the sandbox has one and shell can pass; fetch with a Fetcher and
 // web_search with a backend, each unless its capability can never pass. A
 // tool the agent could never use is not offered at all.
-func (ts *Toolset) Tools() []Tool {
+func (ts *Toolset) Tools() []Tool { return slices.Clone(ts.offered) }
+
+func (ts *Toolset) offer() []Tool {
 	g := ts.opts.Gate
 	var out []Tool
 	for _, t := range catalog {
@@ -142,13 +148,13 @@ func (ts *Toolset) Tools() []Tool {
 // when the call waits for approval (permission.ErrApprovalRequired) or ctx
 // ended; everything else is an Output.
 func (ts *Toolset) Call(ctx context.Context, name string, args json.RawMessage) (Output, error) {
-	for _, t := range ts.Tools() {
+	for _, t := range ts.offered {
 		if t.Name == name {
 			return t.call(ctx, ts, args)
 		}
 	}
 	names := []string{}
-	for _, t := range ts.Tools() {
+	for _, t := range ts.offered {
 		names = append(names, t.Name)
 	}
 	return failf("unknown tool %q: this session offers %s", name, strings.Join(names, ", ")), nil

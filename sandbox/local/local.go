@@ -128,41 +128,67 @@ func (s *Sandbox) resolve(op, p string) (string, error) {
 
 // Read returns the content of a regular file.
 func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
+	data, _, err := s.ReadStat(ctx, p)
+	return data, err
+}
+
+// ReadStat reads a regular file and describes it, with one open: the
+// description is of the opened file, taken before its content is read.
+func (s *Sandbox) ReadStat(ctx context.Context, p string) ([]byte, sandbox.FileInfo, error) {
 	done, err := s.begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, sandbox.FileInfo{}, err
 	}
 	defer done()
 	rel, err := s.resolve("read", p)
 	if err != nil {
-		return nil, err
+		return nil, sandbox.FileInfo{}, err
 	}
 	// O_NONBLOCK: opening a FIFO planted in the root must not hang.
 	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, mapErr("read", p, err)
+		return nil, sandbox.FileInfo{}, mapErr("read", p, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, mapErr("read", p, err)
+		return nil, sandbox.FileInfo{}, mapErr("read", p, err)
 	}
 	switch {
 	case fi.IsDir():
-		return nil, sandbox.PathError("read", p, sandbox.ErrIsDir)
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrIsDir)
 	case !fi.Mode().IsRegular():
-		return nil, sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
 	case fi.Size() > sandbox.MaxFileSize:
-		return nil, sandbox.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, sandbox.MaxFileSize+1))
-	if err != nil {
-		return nil, mapErr("read", p, err)
+	// Sized to the file (plus one byte to see growth), so a read is one
+	// allocation and, usually, one read call.
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF || (err == nil && n == 0) {
+			break
+		}
+		if err != nil {
+			return nil, sandbox.FileInfo{}, mapErr("read", p, err)
+		}
+		if len(data) == cap(data) {
+			if len(data) > sandbox.MaxFileSize {
+				return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrTooLarge)
+			}
+			data = slices.Grow(data, len(data)) // it grew since the stat
+		}
 	}
 	if len(data) > sandbox.MaxFileSize {
-		return nil, sandbox.PathError("read", p, sandbox.ErrTooLarge)
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrTooLarge)
 	}
-	return data, nil
+	return data, infoOf(rel, fi), nil
+}
+
+func infoOf(rel string, fi fs.FileInfo) sandbox.FileInfo {
+	return sandbox.FileInfo{Path: rel, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode(), Kind: kindOf(fi.Mode())}
 }
 
 // Write replaces the file atomically: the data goes to a temporary file in
@@ -317,7 +343,7 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 	if err != nil {
 		return sandbox.FileInfo{}, mapErr("stat", p, err)
 	}
-	return sandbox.FileInfo{Path: rel, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode(), Kind: kindOf(fi.Mode())}, nil
+	return infoOf(rel, fi), nil
 }
 
 func kindOf(m fs.FileMode) sandbox.Kind {

@@ -197,6 +197,16 @@ func testStat(t *testing.T, sb sandbox.Sandbox) {
 	if fi.ModTime.Before(before) || fi.ModTime.After(after) {
 		t.Errorf("mtime %v is not the time of the write (%v..%v)", fi.ModTime, before, after)
 	}
+	data, rs, err := sandbox.ReadStat(bg, sb, "./s/f.txt")
+	if err != nil || string(data) != "12345" || rs.Path != fi.Path || rs.Size != fi.Size || !rs.ModTime.Equal(fi.ModTime) || rs.Kind != sandbox.KindFile {
+		t.Errorf("ReadStat = %q, %+v, %v; want the content and %+v", data, rs, err, fi)
+	}
+	if _, _, err := sandbox.ReadStat(bg, sb, "s"); !errors.Is(err, sandbox.ErrIsDir) {
+		t.Errorf("ReadStat(dir): %v, want ErrIsDir", err)
+	}
+	if _, _, err := sandbox.ReadStat(bg, sb, "../s"); !errors.Is(err, sandbox.ErrEscape) {
+		t.Errorf("ReadStat(../s): %v, want ErrEscape", err)
+	}
 	dir, err := sb.Stat(bg, "s")
 	if err != nil || dir.Kind != sandbox.KindDir || !dir.Mode.IsDir() {
 		t.Errorf("Stat(s) = %+v, %v, want a directory", dir, err)

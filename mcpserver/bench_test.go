@@ -1,0 +1,77 @@
+package mcpserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hutchsandbox/hutch/mcpserver"
+)
+
+// BenchmarkReadFile is one read_file round trip through the SDK's client
+// and the in-memory transport: the server's own cost, without stdio or a
+// Node client (bench/mcp-read.sh measures that, against the reference).
+func BenchmarkReadFile(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file.txt"), []byte(strings.Repeat("x", 4096)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeAll()
+	srv, _ := mcpserver.New(cfg)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, _ := srv.Connect(bg, st, nil)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(bg, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "file.txt"}}
+	for b.Loop() {
+		res, err := cs.CallTool(bg, params)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
+
+// BenchmarkReadFileLineTransport is the same round trip over hutch's
+// LineTransport on both ends, through OS pipes as stdio would be.
+func BenchmarkReadFileLineTransport(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file.txt"), []byte(strings.Repeat("x", 4096)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeAll()
+	srv, _ := mcpserver.New(cfg)
+	c2sR, c2sW, _ := os.Pipe()
+	s2cR, s2cW, _ := os.Pipe()
+	ss, err := srv.Connect(bg, &mcpserver.LineTransport{In: c2sR, Out: s2cW}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(bg, &mcpserver.LineTransport{In: s2cR, Out: c2sW}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "file.txt"}}
+	for b.Loop() {
+		res, err := cs.CallTool(bg, params)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
