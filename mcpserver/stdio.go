@@ -93,7 +93,7 @@ func (c *lineConn) readLoop(in io.Reader) {
 func decodeLine(line []byte) ([]jsonrpc.Message, error) {
 	line = bytes.Clone(line)
 	if line[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(line)
+		m, err := decodeMessage(line)
 		if err != nil {
 			return nil, err
 		}
@@ -105,13 +105,47 @@ func decodeLine(line []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	for _, raw := range raws {
-		m, err := jsonrpc.DecodeMessage(raw)
+		m, err := decodeMessage(raw)
 		if err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
+}
+
+// decodeMessage decodes a request with the standard library, matching keys
+// exactly as the SDK does; responses, and anything unusual, go through the
+// SDK's jsonrpc.DecodeMessage, which also words the errors. (The SDK's
+// decoder sets up a large buffer per call, which dominated a small request.)
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var f map[string]json.RawMessage
+	if json.Unmarshal(data, &f) == nil {
+		if m, ok := plainRequest(f); ok {
+			return m, nil
+		}
+	}
+	return jsonrpc.DecodeMessage(data)
+}
+
+func plainRequest(f map[string]json.RawMessage) (*jsonrpc.Request, bool) {
+	rawMethod, ok := f["method"]
+	if !ok || string(f["jsonrpc"]) != `"2.0"` {
+		return nil, false
+	}
+	var method string
+	if json.Unmarshal(rawMethod, &method) != nil {
+		return nil, false
+	}
+	var idv any
+	if raw, ok := f["id"]; ok && json.Unmarshal(raw, &idv) != nil {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(idv)
+	if err != nil {
+		return nil, false
+	}
+	return &jsonrpc.Request{ID: id, Method: method, Params: f["params"]}, true
 }
 
 func (c *lineConn) deliver(r readResult) bool {
@@ -147,15 +181,36 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(m)
-	if err != nil {
-		return err
-	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.buf = append(append(c.buf[:0], data...), '\n')
-	_, err = c.out.Write(c.buf)
+	var err error
+	if c.buf, err = appendMessage(c.buf[:0], m); err != nil {
+		return err
+	}
+	_, err = c.out.Write(append(c.buf, '\n'))
 	return err
+}
+
+// appendMessage encodes m. A successful response is written around its
+// result as is: the SDK made the result with json.Marshal, so it is already
+// compact JSON, and re-encoding it (EncodeMessage) would only scan it once
+// more — for a read_file result, the largest share of the encoding time.
+// Anything else, or a result holding a raw newline (which would break the
+// framing), goes through EncodeMessage.
+func appendMessage(buf []byte, m jsonrpc.Message) ([]byte, error) {
+	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil && r.ID.IsValid() && len(r.Result) > 0 &&
+		bytes.IndexByte(r.Result, '\n') < 0 {
+		id, err := json.Marshal(r.ID.Raw())
+		if err == nil {
+			buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+			buf = append(buf, id...)
+			buf = append(buf, `,"result":`...)
+			buf = append(buf, r.Result...)
+			return append(buf, '}'), nil
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(m)
+	return append(buf, data...), err
 }
 
 func (c *lineConn) Close() error {
