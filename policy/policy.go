@@ -1,0 +1,410 @@
+// Package policy declares what a sandboxed command may do: which host paths
+// it reads and writes, which are denied, whether it has network, where it
+// starts, how long it runs, which limits and priority apply, and its exact
+// environment. Policies are built in code, from command-line flags or from a
+// strict YAML file, and compose: a wider policy extends a narrower one.
+//
+// A policy only declares; package sandbox/isolated enforces it.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Network says what network a command has.
+type Network string
+
+// Network settings. Allow-lists are their own feature (package netproxy).
+const (
+	NetworkNone Network = "none" // a private network namespace with only loopback
+	NetworkAll  Network = "all"  // the host's network
+)
+
+// Limits bound a command's resources; zero means no limit.
+type Limits struct {
+	// Memory is the most memory the sandbox may use (a cgroup limit where
+	// available, and an address-space rlimit per process).
+	Memory Size
+	// CPUTime is the CPU time each process may use.
+	CPUTime time.Duration
+	// Processes is how many processes (and threads) may exist at once.
+	Processes int
+	// FileSize is the largest file a process may write.
+	FileSize Size
+	// OpenFiles is how many files each process may hold open.
+	OpenFiles int
+}
+
+// Policy is what a sandboxed command may do. Paths are absolute host paths.
+// The zero value is not useful; start from Default.
+type Policy struct {
+	// Read lists paths the command may read (and execute).
+	Read []string
+	// Write lists paths it may change; each is readable too.
+	Write []string
+	// Deny lists paths it may not touch at all, even inside a readable or
+	// writable path: a denied directory appears empty, a denied file
+	// unreadable. Deny wins.
+	Deny []string
+	// Network is none (the default) or all.
+	Network Network
+	// Dir is where the command starts ("" is the first writable path, else
+	// the private /tmp).
+	Dir string
+	// Timeout stops the command and everything it started (0: 120 s).
+	Timeout time.Duration
+	Limits  Limits
+	// Nice is the scheduling priority adjustment (0 to 19; higher is
+	// nicer).
+	Nice int
+	// Env is the command's whole environment when set; nil means PATH,
+	// HOME and LANG only.
+	Env map[string]string
+}
+
+// SystemPaths are what the default policy reads: the system's programs and
+// libraries. Paths missing on a host are skipped when enforcing.
+var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// Default reads the system's programs and libraries (not $HOME, /root,
+// /home, /srv, /opt, /var, /run or the host's /tmp), writes nothing, has no
+// network, gets a private empty /tmp, and stops after 120 seconds.
+func Default() Policy {
+	return Policy{
+		Read:    slices.Clone(SystemPaths),
+		Network: NetworkNone,
+		Timeout: sandbox.DefaultTimeout,
+	}
+}
+
+// Extend returns p widened by q: paths are added, and every setting q sets
+// (network, directory, timeout, each limit, nice, env entries) replaces p's.
+func (p Policy) Extend(q Policy) Policy {
+	out := p
+	out.Read = union(p.Read, q.Read)
+	out.Write = union(p.Write, q.Write)
+	out.Deny = union(p.Deny, q.Deny)
+	if q.Network != "" {
+		out.Network = q.Network
+	}
+	if q.Dir != "" {
+		out.Dir = q.Dir
+	}
+	if q.Timeout != 0 {
+		out.Timeout = q.Timeout
+	}
+	if q.Limits.Memory != 0 {
+		out.Limits.Memory = q.Limits.Memory
+	}
+	if q.Limits.CPUTime != 0 {
+		out.Limits.CPUTime = q.Limits.CPUTime
+	}
+	if q.Limits.Processes != 0 {
+		out.Limits.Processes = q.Limits.Processes
+	}
+	if q.Limits.FileSize != 0 {
+		out.Limits.FileSize = q.Limits.FileSize
+	}
+	if q.Limits.OpenFiles != 0 {
+		out.Limits.OpenFiles = q.Limits.OpenFiles
+	}
+	if q.Nice != 0 {
+		out.Nice = q.Nice
+	}
+	if q.Env != nil {
+		out.Env = sandbox.MergeEnv(p.Env, q.Env)
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Normalize cleans paths (made absolute against cwd), fills defaults
+// (network none, timeout 120 s, the start directory) and validates. Errors
+// match sandbox.ErrConfig and name the fix.
+func (p Policy) Normalize(cwd string) (Policy, error) {
+	var err error
+	for _, list := range []*[]string{&p.Read, &p.Write, &p.Deny} {
+		if *list, err = cleanPaths(*list, cwd); err != nil {
+			return p, err
+		}
+	}
+	if p.Dir != "" {
+		d, err := cleanPaths([]string{p.Dir}, cwd)
+		if err != nil {
+			return p, err
+		}
+		p.Dir = d[0]
+	}
+	switch p.Network {
+	case "":
+		p.Network = NetworkNone
+	case NetworkNone, NetworkAll:
+	default:
+		return p, configErr("network %q: choose none or all (allow-lists: --allow-host)", p.Network)
+	}
+	if p.Timeout == 0 {
+		p.Timeout = sandbox.DefaultTimeout
+	}
+	l := p.Limits
+	switch {
+	case p.Timeout < 0:
+		return p, configErr("timeout %v is negative", p.Timeout)
+	case l.Memory < 0 || l.CPUTime < 0 || l.Processes < 0 || l.FileSize < 0 || l.OpenFiles < 0:
+		return p, configErr("limits must not be negative")
+	case l.Memory != 0 && l.Memory < 16<<20:
+		return p, configErr("memory limit %v is too small to start a program: give at least 16 MiB", l.Memory)
+	case l.CPUTime != 0 && l.CPUTime < time.Second:
+		return p, configErr("cpu time limit %v: the kernel counts whole seconds; give at least 1s", l.CPUTime)
+	case p.Nice < 0 || p.Nice > 19:
+		return p, configErr("nice %d: give 0 (normal) to 19 (lowest priority)", p.Nice)
+	}
+	for k, v := range p.Env {
+		if err := sandbox.CheckEnvVar(k, v); err != nil {
+			return p, err
+		}
+	}
+	if p.Dir == "" {
+		p.Dir = "/tmp"
+		if len(p.Write) > 0 {
+			p.Dir = p.Write[0]
+		}
+	}
+	if p.Dir != "/tmp" && !p.CanRead(p.Dir) {
+		return p, configErr("start directory %s is not readable under the policy: add it with --read or --write", p.Dir)
+	}
+	return p, nil
+}
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: policy: %s", sandbox.ErrConfig, fmt.Sprintf(format, args...))
+}
+
+func cleanPaths(in []string, cwd string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, p := range in {
+		switch {
+		case p == "":
+			return nil, configErr("empty path")
+		case strings.IndexByte(p, 0) >= 0:
+			return nil, configErr("path %q contains a NUL byte", p)
+		case len(p) > sandbox.MaxPathLen:
+			return nil, configErr("path is longer than %d bytes", sandbox.MaxPathLen)
+		}
+		if !filepath.IsAbs(p) {
+			if cwd == "" {
+				return nil, configErr("path %q is relative: give an absolute path", p)
+			}
+			p = filepath.Join(cwd, p)
+		}
+		p = filepath.Clean(p)
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+func under(path string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return within(path, d) })
+}
+
+// CanRead reports whether the policy lets the command read path (a clean
+// absolute path): it is under a readable or writable path and not denied.
+func (p Policy) CanRead(path string) bool {
+	return !under(path, p.Deny) && (under(path, p.Read) || under(path, p.Write))
+}
+
+// CanWrite reports whether the policy lets the command change path.
+func (p Policy) CanWrite(path string) bool {
+	return !under(path, p.Deny) && under(path, p.Write)
+}
+
+// Summary describes the policy in plain words, for people and models:
+// "Starts in /w. Can change /w. No network access. Memory limit 512 MiB.
+// Stops after 300 seconds."
+func (p Policy) Summary() string {
+	var b strings.Builder
+	say := func(format string, args ...any) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, format, args...)
+	}
+	dir := p.Dir
+	if dir == "" {
+		dir = "/tmp"
+	}
+	say("Starts in %s.", dir)
+	if extra := nonSystem(p.Read); len(extra) > 0 {
+		say("Can read %s.", strings.Join(extra, ", "))
+	}
+	if len(p.Write) > 0 {
+		say("Can change %s.", strings.Join(p.Write, ", "))
+	} else {
+		say("Cannot change any host file (only a private /tmp).")
+	}
+	if len(p.Deny) > 0 {
+		say("Cannot see %s.", strings.Join(p.Deny, ", "))
+	}
+	if p.Network == NetworkAll {
+		say("Has full network access.")
+	} else {
+		say("No network access.")
+	}
+	l := p.Limits
+	if l.Memory > 0 {
+		say("Memory limit %v.", l.Memory)
+	}
+	if l.CPUTime > 0 {
+		say("CPU time limit %v seconds.", int64(l.CPUTime.Seconds()))
+	}
+	if l.Processes > 0 {
+		say("At most %d processes.", l.Processes)
+	}
+	if l.FileSize > 0 {
+		say("Files up to %v.", l.FileSize)
+	}
+	if l.OpenFiles > 0 {
+		say("At most %d open files per process.", l.OpenFiles)
+	}
+	if p.Nice > 0 {
+		say("Runs at lower priority (nice %d).", p.Nice)
+	}
+	t := p.Timeout
+	if t == 0 {
+		t = sandbox.DefaultTimeout
+	}
+	say("Stops after %s.", seconds(t))
+	return b.String()
+}
+
+func seconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d seconds", int64(d/time.Second))
+	}
+	return d.String()
+}
+
+// nonSystem drops the default system paths, which go without saying.
+func nonSystem(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if !slices.Contains(SystemPaths, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// fileForm is the YAML shape: durations and sizes as text.
+type fileForm struct {
+	Read    []string          `yaml:"read"`
+	Write   []string          `yaml:"write"`
+	Deny    []string          `yaml:"deny"`
+	Network Network           `yaml:"network"`
+	Dir     string            `yaml:"dir"`
+	Timeout string            `yaml:"timeout"`
+	Limits  fileLimits        `yaml:"limits"`
+	Nice    int               `yaml:"nice"`
+	Env     map[string]string `yaml:"env"`
+	// Extends names a policy file this one widens (relative to this file).
+	Extends string `yaml:"extends"`
+}
+
+type fileLimits struct {
+	Memory    Size   `yaml:"memory"`
+	CPUTime   string `yaml:"cpu_time"`
+	Processes int    `yaml:"processes"`
+	FileSize  Size   `yaml:"file_size"`
+	OpenFiles int    `yaml:"open_files"`
+}
+
+// Load reads a YAML policy file strictly (unknown keys are errors). The
+// file widens the default policy, or the file named by its "extends" key.
+// Relative paths in the file are relative to the file's directory.
+func Load(path string) (Policy, error) {
+	return load(path, 0)
+}
+
+func load(path string, depth int) (Policy, error) {
+	if depth > 8 {
+		return Policy{}, configErr("%s: too many nested extends", path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Policy{}, configErr("%v", err)
+	}
+	var f fileForm
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return Policy{}, configErr("%s: %v", path, err)
+	}
+	base := Default()
+	dir := filepath.Dir(path)
+	if f.Extends != "" {
+		parent := f.Extends
+		if !filepath.IsAbs(parent) {
+			parent = filepath.Join(dir, parent)
+		}
+		if base, err = load(parent, depth+1); err != nil {
+			return Policy{}, err
+		}
+	}
+	q := Policy{Read: f.Read, Write: f.Write, Deny: f.Deny, Network: f.Network, Dir: f.Dir, Nice: f.Nice,
+		Env: maps.Clone(f.Env)}
+	for _, list := range []*[]string{&q.Read, &q.Write, &q.Deny} {
+		if *list, err = cleanPaths(*list, dir); err != nil {
+			return Policy{}, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if q.Dir != "" && !filepath.IsAbs(q.Dir) {
+		q.Dir = filepath.Join(dir, q.Dir)
+	}
+	if q.Timeout, err = parseDuration(f.Timeout); err != nil {
+		return Policy{}, configErr("%s: timeout: %v", path, err)
+	}
+	q.Limits = Limits{Memory: f.Limits.Memory, Processes: f.Limits.Processes, FileSize: f.Limits.FileSize, OpenFiles: f.Limits.OpenFiles}
+	if q.Limits.CPUTime, err = parseDuration(f.Limits.CPUTime); err != nil {
+		return Policy{}, configErr("%s: cpu_time: %v", path, err)
+	}
+	return base.Extend(q), nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write 30s, 5m, 1h)", s)
+	}
+	return d, nil
+}

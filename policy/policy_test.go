@@ -1,0 +1,194 @@
+package policy_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+func TestParseSize(t *testing.T) {
+	good := map[string]policy.Size{
+		"4096": 4096, "1k": 1024, "1K": 1024, "1KiB": 1024, "1kb": 1024, "512M": 512 << 20, "512MiB": 512 << 20,
+		"1.5G": 3 << 29, "2g": 2 << 30, "1T": 1 << 40, "0": 0, " 8 M ": 8 << 20, "10b": 10,
+	}
+	for in, want := range good {
+		if got, err := policy.ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "M", "-1M", "1X", "1e9", "lots", "1.2.3G", "99999999999T"} {
+		if _, err := policy.ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) accepted", in)
+		}
+	}
+	for _, s := range []policy.Size{512 << 20, 1 << 30, 4097, 3 << 10} {
+		b, _ := s.MarshalText()
+		if back, err := policy.ParseSize(string(b)); err != nil || back != s {
+			t.Errorf("%d -> %q -> %d, %v", s, b, back, err)
+		}
+	}
+	if s := policy.Size(512 << 20).String(); s != "512 MiB" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+func TestDefault(t *testing.T) {
+	p, err := policy.Default().Normalize("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/usr/bin/env", "/etc/passwd", "/lib/x", "/bin/sh"} {
+		if !p.CanRead(path) || p.CanWrite(path) {
+			t.Errorf("default: %s read %v write %v; want read-only", path, p.CanRead(path), p.CanWrite(path))
+		}
+	}
+	for _, path := range []string{"/root/.ssh/id_rsa", "/home/u", "/tmp/x", "/var/run", "/run/docker.sock", "/srv", "/opt/x", "/usrx", "/proc/1"} {
+		if p.CanRead(path) {
+			t.Errorf("default policy reads %s", path)
+		}
+	}
+	if p.Network != policy.NetworkNone || p.Timeout != 120*time.Second || p.Dir != "/tmp" || len(p.Write) != 0 || p.Env != nil {
+		t.Errorf("default = %+v", p)
+	}
+	want := "Starts in /tmp. Cannot change any host file (only a private /tmp). No network access. Stops after 120 seconds."
+	if s := p.Summary(); s != want {
+		t.Errorf("Summary = %q, want %q", s, want)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	p := policy.Default().Extend(policy.Policy{
+		Write: []string{"/w"}, Read: []string{"/data"}, Deny: []string{"/w/.git"}, Timeout: 300 * time.Second,
+		Limits: policy.Limits{Memory: 512 << 20, CPUTime: 30 * time.Second, Processes: 64, FileSize: 1 << 30, OpenFiles: 256}, Nice: 10,
+	})
+	p, err := p.Normalize("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Starts in /w. Can read /data. Can change /w. Cannot see /w/.git. No network access. Memory limit 512 MiB. " +
+		"CPU time limit 30 seconds. At most 64 processes. Files up to 1 GiB. At most 256 open files per process. " +
+		"Runs at lower priority (nice 10). Stops after 300 seconds."
+	if s := p.Summary(); s != want {
+		t.Errorf("Summary =\n%q\nwant\n%q", s, want)
+	}
+}
+
+func TestDenyWinsAndPrefixes(t *testing.T) {
+	p, err := policy.Policy{Read: []string{"/data"}, Write: []string{"/w"}, Deny: []string{"/w/secret", "/data/keys"}}.Normalize("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path        string
+		read, write bool
+	}{
+		{"/w", true, true}, {"/w/a/b", true, true}, {"/wx", false, false}, {"/w/secret", false, false},
+		{"/w/secret/x", false, false}, {"/w/secrets", true, true}, {"/data/x", true, false}, {"/data/keys/k", false, false},
+	}
+	for _, c := range cases {
+		if p.CanRead(c.path) != c.read || p.CanWrite(c.path) != c.write {
+			t.Errorf("%s: read %v write %v, want %v %v", c.path, p.CanRead(c.path), p.CanWrite(c.path), c.read, c.write)
+		}
+	}
+}
+
+func TestExtendWidens(t *testing.T) {
+	narrow := policy.Default().Extend(policy.Policy{Write: []string{"/w"}, Limits: policy.Limits{Memory: 64 << 20}, Env: map[string]string{"A": "1"}})
+	wide := narrow.Extend(policy.Policy{Write: []string{"/w", "/cache"}, Network: policy.NetworkAll, Timeout: time.Hour, Env: map[string]string{"B": "2"}})
+	if !slices.Equal(wide.Write, []string{"/w", "/cache"}) || wide.Network != policy.NetworkAll || wide.Timeout != time.Hour ||
+		wide.Limits.Memory != 64<<20 || wide.Env["A"] != "1" || wide.Env["B"] != "2" {
+		t.Errorf("Extend = %+v", wide)
+	}
+	if len(narrow.Write) != 1 || narrow.Network != policy.NetworkNone || narrow.Env["B"] != "" {
+		t.Errorf("Extend changed the narrower policy: %+v", narrow)
+	}
+}
+
+func TestNormalizeErrors(t *testing.T) {
+	for name, p := range map[string]policy.Policy{
+		"network":         {Network: "some"},
+		"negative":        {Timeout: -1},
+		"neg limit":       {Limits: policy.Limits{Processes: -1}},
+		"tiny memory":     {Limits: policy.Limits{Memory: 1 << 20}},
+		"sub-second cpu":  {Limits: policy.Limits{CPUTime: 500 * time.Millisecond}},
+		"nice":            {Nice: 20},
+		"negative nice":   {Nice: -5},
+		"nul":             {Read: []string{"/a\x00b"}},
+		"empty path":      {Write: []string{""}},
+		"dir unreadable":  {Dir: "/home/me"},
+		"bad env":         {Env: map[string]string{"A=B": "x"}},
+		"relative no cwd": {Read: []string{"rel"}},
+	} {
+		cwd := "/"
+		if name == "relative no cwd" {
+			cwd = ""
+		}
+		if _, err := p.Normalize(cwd); !errors.Is(err, sandbox.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	p, err := policy.Policy{Write: []string{"w/../w2", "./x"}}.Normalize("/home/me")
+	if err != nil || !slices.Equal(p.Write, []string{"/home/me/w2", "/home/me/x"}) || p.Dir != "/home/me/w2" {
+		t.Errorf("relative paths: %+v %v", p, err)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("base.yaml", "write: [work]\nlimits:\n  memory: 256M\n")
+	p, err := policy.Load(write("p.yaml", `extends: base.yaml
+read: [/data]
+deny: [work/.git]
+network: all
+dir: work
+timeout: 5m
+nice: 5
+limits:
+  cpu_time: 10s
+  processes: 32
+  file_size: 1G
+  open_files: 128
+env:
+  LANG: C.UTF-8
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(dir, "work")
+	if !slices.Contains(p.Read, "/usr") || !slices.Contains(p.Read, "/data") || !slices.Equal(p.Write, []string{w}) ||
+		!slices.Equal(p.Deny, []string{filepath.Join(w, ".git")}) || p.Network != policy.NetworkAll || p.Dir != w ||
+		p.Timeout != 5*time.Minute || p.Nice != 5 || p.Limits.Memory != 256<<20 || p.Limits.CPUTime != 10*time.Second ||
+		p.Limits.Processes != 32 || p.Limits.FileSize != 1<<30 || p.Limits.OpenFiles != 128 || p.Env["LANG"] != "C.UTF-8" {
+		t.Errorf("Load = %+v", p)
+	}
+	for name, body := range map[string]string{
+		"unknown key":    "writ: [/w]\n",
+		"bad size":       "limits: {memory: lots}\n",
+		"bad duration":   "timeout: soon\n",
+		"bad type":       "write: /w\n",
+		"missing parent": "extends: nope.yaml\n",
+		"self loop":      "extends: loop.yaml\n",
+	} {
+		file := strings.ReplaceAll(name, " ", "_") + ".yaml"
+		if name == "self loop" {
+			file = "loop.yaml"
+		}
+		if _, err := policy.Load(write(file, body)); !errors.Is(err, sandbox.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+}
