@@ -53,7 +53,11 @@ type Result struct {
 	// TimedOut is true when the timeout stopped the command.
 	TimedOut bool
 	// Signal is the signal that ended the command ("SIGKILL"), or "".
-	Signal   string
+	Signal string
+	// Limit names the resource limit that stopped the command: "memory",
+	// "cpu_time", "pids" or "file_size"; "" when none did (or the tier
+	// sets no limits).
+	Limit    string
 	Duration time.Duration
 
 	StdoutTruncated bool
@@ -81,6 +85,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Stderr:          string(r.Stderr),
 		TimedOut:        r.TimedOut,
 		Signal:          r.Signal,
+		Limit:           r.Limit,
 		DurationMS:      r.Duration.Milliseconds(),
 		StdoutTruncated: r.StdoutTruncated,
 		StderrTruncated: r.StderrTruncated,
@@ -95,6 +100,7 @@ type resultJSON struct {
 	Stderr          string `json:"stderr"`
 	TimedOut        bool   `json:"timed_out"`
 	Signal          string `json:"signal"`
+	Limit           string `json:"limit"`
 	DurationMS      int64  `json:"duration_ms"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`

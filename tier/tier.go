@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 	"github.com/hutchsandbox/hutch/sandbox/virtual"
 )
@@ -50,7 +51,7 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 	if st := Check(name); !st.Supported {
 		return nil, st.err
 	}
-	return nil, fmt.Errorf("tier %s: %w", name, sandbox.ErrUnsupported)
+	return nil, fmt.Errorf("%w: the %s tier runs commands (isolated.Run, hutch run) but does not serve file tools yet: use --tier local or virtual for tools", sandbox.ErrUnsupported, name)
 }
 
 // Status says whether a tier can be used on this host, and if not, why and
@@ -76,9 +77,15 @@ func Check(name string) Status {
 		} else {
 			st.Reason = "host directory; file tools guarded by os.Root; commands unconfined, run as PID 1 of a new PID namespace"
 		}
-	case Isolated, Container, Remote:
+	case Isolated:
+		if err := isolated.Supported(); err != nil {
+			st.Supported, st.err = false, err
+		} else {
+			st.Reason = "kernel isolation (namespaces, Landlock, seccomp, no capabilities, limits) under a policy; runs commands (hutch run); file tools on this tier are not built yet"
+		}
+	case Container, Remote:
 		st.Supported = false
-		st.err = fmt.Errorf("the %s tier is not built yet: use --tier local or --tier virtual: %w", name, sandbox.ErrUnsupported)
+		st.err = fmt.Errorf("the %s tier is not built yet: use --tier isolated, local or virtual: %w", name, sandbox.ErrUnsupported)
 	default:
 		st.Supported = false
 		st.err = fmt.Errorf("%w: unknown tier %q: choose one of %s", sandbox.ErrConfig, name, strings.Join(Names, ", "))

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/tier"
 )
 
@@ -25,8 +26,9 @@ func newCheckCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			report := struct {
 				Tiers       []tier.Status       `json:"tiers"`
+				Layers      []isolated.Layer    `json:"isolation_layers"`
 				Environment sandbox.Environment `json:"environment"`
-			}{Tiers: tier.CheckAll()}
+			}{Tiers: tier.CheckAll(), Layers: isolated.Layers()}
 			sb, err := tier.Open(c.Context(), tier.Local, tier.Config{Root: root})
 			if err != nil {
 				report.Environment.Error = err.Error()
@@ -44,6 +46,14 @@ func newCheckCmd() *cobra.Command {
 					state = "not supported"
 				}
 				fmt.Fprintf(out, "%-10s %-14s %s\n", st.Tier, state, st.Reason)
+			}
+			fmt.Fprintln(out, "\nisolated tier layers:")
+			for _, l := range report.Layers {
+				state := "active"
+				if !l.Active {
+					state = "inactive"
+				}
+				fmt.Fprintf(out, "  %-26s %-9s %s\n", l.Name, state, l.Detail)
 			}
 			env := report.Environment
 			fmt.Fprintf(out, "\nlocal environment (root %s):\n", root)

@@ -20,6 +20,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/helper"
 )
 
 // Exit statuses hutch itself uses.
@@ -33,6 +35,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
+	helper.Main() // the isolated tier's helpers are this binary
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

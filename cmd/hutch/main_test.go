@@ -10,7 +10,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/helper"
 )
+
+// The test binary is also the isolated tier's helper, as hutch is.
+func TestMain(m *testing.M) {
+	helper.Main()
+	os.Exit(m.Run())
+}
 
 // hutch runs the CLI in-process and returns its exit status and output.
 func hutch(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -38,7 +46,12 @@ func TestRunExitStatus(t *testing.T) {
 		{"not executable", append(local, "--", "./noexec"), 126, "not executable"},
 		{"not found", append(local, "--", "hutch-no-such-command"), 127, "not found"},
 		{"shell not found", append(local, "-c", "hutch-no-such-command"), 127, "not found"},
-		{"default tier not built yet", []string{"run", "--", "true"}, 125, "isolated tier is not built yet"},
+		{"default tier is isolated", []string{"run", "--", "sh", "-c", "test ! -e " + dir + " && exit 9"}, 9, ""},
+		{"isolated cpu limit", []string{"run", "--cpu-time", "1s", "--", "sh", "-c", "while :; do :; done"}, 128 + 24, "cpu time limit"},
+		{"isolated bad memory", []string{"run", "--memory", "lots", "--", "true"}, 125, "--memory"},
+		{"isolated bad network", []string{"run", "--network", "some", "--", "true"}, 125, "choose none or all"},
+		{"isolated missing policy", []string{"run", "--policy", dir + "/nope.yaml", "--", "true"}, 125, "nope.yaml"},
+		{"policy flag on local", append(local, "--read", "/x", "--", "true"), 125, "apply to the isolated tier"},
 		{"virtual has no shell", []string{"run", "--tier", "virtual", "--", "true"}, 125, "no shell"},
 		{"unknown tier", []string{"run", "--tier", "bogus", "--", "true"}, 125, `unknown tier "bogus"`},
 		{"bad flag", append(local, "--bogus", "--", "true"), 125, "unknown flag: --bogus"},
@@ -205,7 +218,7 @@ func TestCheckAndVersion(t *testing.T) {
 			t.Errorf("unsupported tier %s without a reason", s.Tier)
 		}
 	}
-	if !got["virtual"] || !got["local"] || got["isolated"] {
+	if !got["virtual"] || !got["local"] || !got["isolated"] || got["container"] {
 		t.Errorf("tiers: %+v", rep.Tiers)
 	}
 	if rep.Environment.Error != "" || rep.Environment.Commands["sh"].Path == "" {

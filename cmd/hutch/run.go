@@ -3,11 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/tier"
 )
 
@@ -19,6 +24,14 @@ type runFlags struct {
 	env     []string
 	shell   string
 	json    bool
+
+	// isolated tier: the policy
+	policyFile        string
+	read, write, deny []string
+	network           string
+	memory, fileSize  string
+	cpuTime           time.Duration
+	pids, nice        int
 }
 
 func newRunCmd() *cobra.Command {
@@ -28,18 +41,37 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a command in a sandbox",
 		Long: `Run a command in a sandbox and exit with its status.
 
+The default tier is isolated: the command runs under a policy enforced by
+the kernel (namespaces, Landlock, seccomp, no capabilities, limits). The
+default policy reads the system's programs and libraries, writes nothing,
+has no network and a private /tmp, and stops after 120 seconds; --read,
+--write, --deny, --network and the limit flags widen or bound it, and
+--policy FILE starts from a YAML policy instead.
+
 Exit status: the command's own; 124 when it timed out; 125 when hutch could
 not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`,
-		Example: `  hutch run --tier local -- ls -la
+		Example: `  hutch run -- uname -a
+  hutch run --write . --memory 512M --cpu-time 30s -- make test
+  hutch run --tier local -- ls -la
   hutch run --tier local --timeout 5s -c 'make test | tail -n 20'
   hutch run --tier local --json --env GREETING=hi -- sh -c 'echo $GREETING'`,
 		RunE: func(c *cobra.Command, args []string) error { return runRun(c, f, args) },
 	}
 	fl := c.Flags()
 	fl.SetInterspersed(false) // flags after CMD belong to CMD
-	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: virtual, local (isolated, container, remote: not built yet)")
+	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: isolated, local, virtual (container, remote: not built yet)")
 	fl.StringVar(&f.root, "root", ".", "the sandbox root directory (local tier)")
-	fl.StringVar(&f.dir, "dir", "", "where the command starts, inside the root (default: the root)")
+	fl.StringVar(&f.dir, "dir", "", "where the command starts (local: inside the root; isolated: a readable path; default: the root, or the first --write path, or /tmp)")
+	fl.StringVar(&f.policyFile, "policy", "", "isolated: start from this YAML policy instead of the default one")
+	fl.StringArrayVar(&f.read, "read", nil, "isolated: let the command read PATH (repeatable)")
+	fl.StringArrayVar(&f.write, "write", nil, "isolated: let the command change PATH (repeatable)")
+	fl.StringArrayVar(&f.deny, "deny", nil, "isolated: hide PATH even inside a readable or writable path (repeatable)")
+	fl.StringVar(&f.network, "network", "", "isolated: none (default) or all")
+	fl.StringVar(&f.memory, "memory", "", "isolated: memory limit, e.g. 512M")
+	fl.DurationVar(&f.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
+	fl.IntVar(&f.pids, "pids", 0, "isolated: at most N processes")
+	fl.StringVar(&f.fileSize, "file-size", "", "isolated: largest file the command may write, e.g. 1G")
+	fl.IntVar(&f.nice, "nice", 0, "isolated: lower the priority (0-19)")
 	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultTimeout, "stop the command and everything it started after this long")
 	fl.StringArrayVar(&f.env, "env", nil, "add NAME=VALUE to the command's environment (repeatable)")
 	fl.StringVarP(&f.shell, "shell", "c", "", "run this command line with /bin/sh -c instead of CMD ARG...")
@@ -52,17 +84,32 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
-	sb, err := tier.Open(ctx, f.tier, tier.Config{Root: f.root})
-	if err != nil {
-		return err
-	}
-	defer sb.Close()
 	cmd.Stdin = c.InOrStdin()
 	if !f.json {
 		cmd.Stdout, cmd.Stderr = c.OutOrStdout(), c.ErrOrStderr()
 	}
-	res, err := sb.Exec(ctx, cmd)
+	ctx := c.Context()
+	var res sandbox.Result
+	if f.tier == tier.Isolated {
+		pol, perr := buildPolicy(f, c.Flags())
+		if perr != nil {
+			return perr
+		}
+		if !c.Flags().Changed("timeout") {
+			cmd.Timeout = 0 // the policy's
+		}
+		res, err = isolated.Run(ctx, pol, cmd)
+	} else {
+		if policyFlagSet(c.Flags()) {
+			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
+		}
+		sb, oerr := tier.Open(ctx, f.tier, tier.Config{Root: f.root})
+		if oerr != nil {
+			return oerr
+		}
+		defer sb.Close()
+		res, err = sb.Exec(ctx, cmd)
+	}
 	if err != nil {
 		return err
 	}
@@ -71,7 +118,9 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 			return err
 		}
 	} else if res.TimedOut {
-		fmt.Fprintf(c.ErrOrStderr(), "hutch: timed out after %v; every process it started was killed\n", cmd.Timeout)
+		fmt.Fprintln(c.ErrOrStderr(), "hutch: timed out; every process it started was killed")
+	} else if res.Limit != "" {
+		fmt.Fprintf(c.ErrOrStderr(), "hutch: stopped by the %s limit\n", strings.ReplaceAll(res.Limit, "_", " "))
 	}
 	if st := res.Status(); st != 0 {
 		return exitError{st}
@@ -94,4 +143,40 @@ func buildCommand(f runFlags, args []string) (sandbox.Command, error) {
 	}
 	cmd := sandbox.Command{Args: args, Shell: f.shell, Dir: f.dir, Env: env, Timeout: f.timeout}
 	return cmd.Validate()
+}
+
+var policyFlags = []string{"policy", "read", "write", "deny", "network", "memory", "cpu-time", "pids", "file-size", "nice"}
+
+func policyFlagSet(fs *pflag.FlagSet) bool {
+	return slices.ContainsFunc(policyFlags, fs.Changed)
+}
+
+// buildPolicy is the default policy (or --policy FILE) widened by the flags.
+func buildPolicy(f runFlags, fs *pflag.FlagSet) (policy.Policy, error) {
+	base := policy.Default()
+	if f.policyFile != "" {
+		var err error
+		if base, err = policy.Load(f.policyFile); err != nil {
+			return base, err
+		}
+	}
+	q := policy.Policy{Read: f.read, Write: f.write, Deny: f.deny, Network: policy.Network(f.network), Dir: f.dir, Nice: f.nice}
+	q.Limits.CPUTime, q.Limits.Processes = f.cpuTime, f.pids
+	for _, s := range []struct {
+		flag, val string
+		dst       *policy.Size
+	}{{"memory", f.memory, &q.Limits.Memory}, {"file-size", f.fileSize, &q.Limits.FileSize}} {
+		if !fs.Changed(s.flag) {
+			continue
+		}
+		v, err := policy.ParseSize(s.val)
+		if err != nil {
+			return base, fmt.Errorf("--%s: %v", s.flag, err)
+		}
+		*s.dst = v
+	}
+	if f.timeout > 0 && fs.Changed("timeout") {
+		q.Timeout = f.timeout
+	}
+	return base.Extend(q), nil
 }

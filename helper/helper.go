@@ -1,0 +1,92 @@
+// Package helper is the part of hutch that runs inside a sandbox boundary.
+//
+// hutch re-executes its own binary (/proc/self/exe) to become the init
+// process of an isolated sandbox's namespaces, and again, inside them, to
+// confine each command just before it starts. Programs that use the
+// isolated tier must therefore call Main first thing in main (hutch's CLI
+// does; test binaries do it from TestMain):
+//
+//	func main() {
+//		helper.Main()
+//		...
+//	}
+//
+// When the process was started as a helper, Main does the helper's work and
+// exits; otherwise it returns at once and records that the program can
+// serve as its own helper (see Ready).
+package helper
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/hutchsandbox/hutch/policy"
+)
+
+// The argv[0] values that select a helper role. They cannot be confused
+// with a real invocation: no program is started with these names.
+const (
+	InitName = "hutch-sandbox-init"
+	ExecName = "hutch-sandbox-exec"
+)
+
+var ready atomic.Bool
+
+// Main runs the helper role this process was started for, and never
+// returns in that case. Otherwise it returns and Ready reports true.
+func Main() {
+	if len(os.Args) > 0 {
+		switch os.Args[0] {
+		case InitName:
+			os.Exit(initMain())
+		case ExecName:
+			os.Exit(execMain())
+		}
+	}
+	ready.Store(true)
+}
+
+// Ready reports whether Main was called in this process, so re-executing
+// the binary as a helper is safe.
+func Ready() bool { return ready.Load() }
+
+// Job is what the host hands the init process: the policy and the command.
+// It travels as JSON on the init's file descriptor 3.
+type Job struct {
+	Policy policy.Policy `json:"policy"`
+	Argv   []string      `json:"argv"`
+	Env    []string      `json:"env"`
+	// Dir is where the command starts (inside the sandbox's view).
+	Dir string `json:"dir"`
+	// HostUID and HostGID are the ids the sandbox's root maps to.
+	HostUID int `json:"host_uid"`
+	HostGID int `json:"host_gid"`
+}
+
+// Status is what the init process reports on its file descriptor 4 when
+// the command has ended, or when it could not be started.
+type Status struct {
+	// SetupError is set when the sandbox could not be built; nothing ran.
+	SetupError string `json:"setup_error,omitempty"`
+	Exited     bool   `json:"exited"`
+	ExitCode   int    `json:"exit_code"`
+	Signal     int    `json:"signal"`
+	CPUMillis  int64  `json:"cpu_ms"`
+	MaxRSSKiB  int64  `json:"max_rss_kib"`
+}
+
+// Policy and job files carry JSON; decoding is strict.
+func decodeJob(f *os.File) (Job, error) {
+	var j Job
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return j, fmt.Errorf("reading the job: %w", err)
+	}
+	if len(j.Argv) == 0 {
+		return j, fmt.Errorf("job has no command")
+	}
+	return j, nil
+}

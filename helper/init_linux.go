@@ -1,0 +1,390 @@
+package helper
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// initMain is PID 1 of the sandbox's new user, mount, PID, IPC, UTS and
+// (unless the network is "all") network namespaces. It builds the
+// sandbox's filesystem view from the policy, starts the command through
+// the exec helper, reaps every orphan, and reports the command's status.
+// When it exits the kernel kills whatever is left in the PID namespace.
+func initMain() int {
+	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
+	report := func(st Status) int {
+		_ = json.NewEncoder(statusFile).Encode(st)
+		return 0
+	}
+	job, err := decodeJob(jobFile)
+	jobFile.Close()
+	if err != nil {
+		return report(Status{SetupError: err.Error()})
+	}
+	if err := buildRoot(job); err != nil {
+		return report(Status{SetupError: err.Error()})
+	}
+	if err := unix.Sethostname([]byte("hutch")); err != nil {
+		return report(Status{SetupError: "sethostname: " + err.Error()})
+	}
+	if job.Policy.Network != "all" {
+		if err := loopbackUp(); err != nil {
+			return report(Status{SetupError: "bringing up loopback: " + err.Error()})
+		}
+	}
+	return report(runCommand(job))
+}
+
+// runCommand starts the exec helper (which confines itself and becomes the
+// command), waits for it while reaping orphans, and returns its status.
+func runCommand(job Job) Status {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return Status{SetupError: err.Error()}
+	}
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{ExecName}
+	cmd.Dir = job.Dir
+	cmd.Env = []string{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{r}
+	if err := cmd.Start(); err != nil {
+		return Status{SetupError: "starting the command: " + err.Error()}
+	}
+	r.Close()
+	err = json.NewEncoder(w).Encode(job)
+	w.Close()
+	if err != nil {
+		return Status{SetupError: "handing over the job: " + err.Error()}
+	}
+	// Reap everything; report the command's own status.
+	for {
+		var ws unix.WaitStatus
+		var ru unix.Rusage
+		pid, err := unix.Wait4(-1, &ws, 0, &ru)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return Status{SetupError: "waiting: " + err.Error()}
+		}
+		if pid != cmd.Process.Pid {
+			continue
+		}
+		st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
+			CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
+		if ws.Signaled() {
+			st.Signal = int(ws.Signal())
+		}
+		return st
+	}
+}
+
+// mount flags a bind keeps from its source when remounted: in a user
+// namespace, these flags of a host mount are locked and must be repeated.
+const lockedFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME
+
+type bind struct {
+	path     string // the same path outside and inside
+	writable bool
+}
+
+// buildRoot makes the sandbox's filesystem: a tmpfs root holding only the
+// policy's paths (read-only or writable binds), denied paths masked, a
+// fresh /proc, a minimal /dev, a private /tmp; then pivots into it. It
+// follows bubblewrap's approach: the old root stays reachable at /oldroot
+// while the new one is built, then is detached.
+func buildRoot(job Job) error {
+	p := job.Policy
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	base := "/tmp"
+	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("mounting the staging tmpfs: %w", err)
+	}
+	for _, d := range []string{base + "/newroot", base + "/oldroot"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("tmpfs", base+"/newroot", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("mounting the new root: %w", err)
+	}
+	if err := unix.PivotRoot(base, base+"/oldroot"); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	// A private /tmp first, so binds below /tmp land on top of it.
+	if err := mkdirAll("/newroot/tmp"); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", "/newroot/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("mounting /tmp: %w", err)
+	}
+	binds := []bind{}
+	for _, r := range p.Read {
+		binds = append(binds, bind{r, false})
+	}
+	for _, w := range p.Write {
+		binds = append(binds, bind{w, true})
+	}
+	// Shorter paths first: a more specific bind lands on top.
+	slices.SortStableFunc(binds, func(a, b bind) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
+	for _, b := range binds {
+		if err := bindPath(b); err != nil {
+			return err
+		}
+	}
+	if err := mountProcDev(); err != nil {
+		return err
+	}
+	for _, d := range p.Deny {
+		if err := deny(d); err != nil {
+			return err
+		}
+	}
+	// Leave /oldroot behind and make the new root the root.
+	if err := unix.Unmount("/oldroot", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the host root: %w", err)
+	}
+	if err := unix.Chdir("/newroot"); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root into the sandbox: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the staging root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	// The root directory itself (the tmpfs holding the mount points) is
+	// read-only: the sandbox cannot create top-level entries.
+	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("making the root read-only: %w", err)
+	}
+	return nil
+}
+
+// bindPath mounts the host path (seen at /oldroot) at the same path in the
+// new root. A path missing on the host is skipped (the default policy
+// lists /lib32 and friends). Symbolic links are recreated as links, so
+// /bin -> usr/bin keeps working.
+func bindPath(b bind) error {
+	src, dst := "/oldroot"+b.path, "/newroot"+b.path
+	fi, err := os.Lstat(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("policy path %s: %w", b.path, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		if err := mkdirAll(filepath.Dir(dst)); err != nil {
+			return err
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			return nil // already present (a parent bind brought it)
+		}
+		return os.Symlink(target, dst)
+	}
+	if fi.IsDir() {
+		if err := mkdirAll(dst); err != nil {
+			return err
+		}
+	} else {
+		if err := mkdirAll(filepath.Dir(dst)); err != nil {
+			return err
+		}
+		if f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+		} else if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding %s: %w", b.path, err)
+	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if !b.writable {
+		flags |= unix.MS_RDONLY
+	}
+	return remountTree(dst, flags)
+}
+
+// remountTree applies flags to the mount at dst and every mount below it
+// (a recursive bind copies submounts, which a plain remount would leave
+// writable). Flags the kernel locked on the source are kept.
+func remountTree(dst string, flags uintptr) error {
+	mounts, err := mountsUnder(dst)
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		var st unix.Statfs_t
+		if err := unix.Statfs(m, &st); err != nil {
+			continue // a mount we cannot see into; leave it
+		}
+		locked := uintptr(st.Flags) & lockedFlags
+		if err := unix.Mount("", m, "", unix.MS_REMOUNT|unix.MS_BIND|flags|locked, ""); err != nil {
+			return fmt.Errorf("remounting %s: %w", strings.TrimPrefix(m, "/newroot"), err)
+		}
+	}
+	return nil
+}
+
+// mountsUnder lists dst and the mount points below it, from mountinfo.
+func mountsUnder(dst string) ([]string, error) {
+	f, err := os.Open("/oldroot/proc/self/mountinfo") // the host /proc, while building
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := []string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if mp == dst || strings.HasPrefix(mp, dst+"/") {
+			if !slices.Contains(out, mp) {
+				out = append(out, mp)
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mountProcDev gives the sandbox a /proc of its own PID namespace and a
+// /dev with only harmless devices.
+func mountProcDev() error {
+	if err := mkdirAll("/newroot/proc"); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/newroot/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	if err := mkdirAll("/newroot/dev"); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", "/newroot/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
+		return fmt.Errorf("mounting /dev: %w", err)
+	}
+	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		dst := "/newroot/dev/" + d
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o666)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := unix.Mount("/oldroot/dev/"+d, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding /dev/%s: %w", d, err)
+		}
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, "/newroot/dev/"+name); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir("/newroot/dev/shm", 0o1777); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", "/newroot/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777"); err != nil {
+		return fmt.Errorf("mounting /dev/shm: %w", err)
+	}
+	return unix.Mount("", "/newroot/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
+}
+
+// deny masks a path: a directory becomes an empty read-only tmpfs, a file
+// an empty file nobody may read.
+func deny(path string) error {
+	dst := "/newroot" + path
+	fi, err := os.Lstat(dst)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // not visible anyway
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return unix.Mount("tmpfs", dst, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755")
+	}
+	empty := "/newroot/.hutch-denied"
+	if _, err := os.Lstat(empty); err != nil {
+		f, err := os.OpenFile(empty, os.O_CREATE|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	if err := unix.Mount(empty, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("masking %s: %w", path, err)
+	}
+	return unix.Mount("", dst, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+}
+
+func mkdirAll(p string) error {
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", p, err)
+	}
+	return nil
+}
+
+// loopbackUp brings up "lo" in the sandbox's own network namespace, which
+// has no other interface: the command can talk to itself, nothing else.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}

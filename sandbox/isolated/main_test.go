@@ -1,0 +1,14 @@
+package isolated_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/hutchsandbox/hutch/helper"
+)
+
+// The test binary is also the sandbox's helper.
+func TestMain(m *testing.M) {
+	helper.Main()
+	os.Exit(m.Run())
+}
