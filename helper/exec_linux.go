@@ -33,7 +33,7 @@ func execMain() int {
 	if err != nil {
 		return fail(code, "hutch: %s: %v", job.Argv[0], err)
 	}
-	if err := confine(job.Policy); err != nil {
+	if err := confine(job); err != nil {
 		return fail(125, "hutch: confining the command: %v", err)
 	}
 	err = syscall.Exec(prog, job.Argv, job.Env)
@@ -97,8 +97,9 @@ func executable(p string) error {
 
 // confine applies every layer that works per process, in an order where
 // each step still has the privilege it needs.
-func confine(p policy.Policy) error {
-	if err := setLimits(p); err != nil {
+func confine(job Job) error {
+	p := job.Policy
+	if err := setLimits(job); err != nil {
 		return err
 	}
 	if p.Nice > 0 {
@@ -115,8 +116,8 @@ func confine(p policy.Policy) error {
 	return loadSeccomp()
 }
 
-func setLimits(p policy.Policy) error {
-	l := p.Limits
+func setLimits(job Job) error {
+	l := job.Policy.Limits
 	set := func(res int, v uint64, name string) error {
 		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
 			return fmt.Errorf("%s limit: %w", name, err)
@@ -144,13 +145,13 @@ func setLimits(p policy.Policy) error {
 			return err
 		}
 	}
-	if l.Processes > 0 {
+	if l.Processes > 0 && !job.PidsByCgroup {
 		// Counted per user namespace: only the sandbox's processes.
 		if err := set(unix.RLIMIT_NPROC, uint64(l.Processes), "processes"); err != nil {
 			return err
 		}
 	}
-	if l.Memory > 0 {
+	if l.Memory > 0 && !job.MemoryByCgroup {
 		// Writable private memory per process (heap, anonymous maps);
 		// unlike an address-space limit it does not count reserved but
 		// unused ranges, so runtimes that reserve large arenas still start.

@@ -63,6 +63,11 @@ type Job struct {
 	// HostUID and HostGID are the ids the sandbox's root maps to.
 	HostUID int `json:"host_uid"`
 	HostGID int `json:"host_gid"`
+	// MemoryByCgroup and PidsByCgroup say the host bounds memory and
+	// processes with control groups; otherwise the exec helper uses
+	// rlimits.
+	MemoryByCgroup bool `json:"memory_by_cgroup,omitempty"`
+	PidsByCgroup   bool `json:"pids_by_cgroup,omitempty"`
 }
 
 // Status is what the init process reports on its file descriptor 4 when

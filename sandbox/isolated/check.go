@@ -9,6 +9,7 @@ import (
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -66,7 +67,20 @@ func Layers() []Layer {
 	out = append(out, sc)
 	out = append(out, Layer{Name: "no_new_privs+capabilities", Active: true, Detail: "no_new_privs set; bounding, ambient, effective and permitted sets emptied; root regains nothing at exec"})
 	out = append(out, Layer{Name: "rlimits", Active: true, Detail: "cpu time, file size, open files, processes (per user namespace), memory (private writable per process), core dumps off"})
-	out = append(out, Layer{Name: "cgroups", Active: false, Detail: "not used yet: memory and pids are bounded by rlimits"})
+	cgl := Layer{Name: "cgroups", Detail: "memory and pids limits per sandbox; OOM kills and refused forks reported as limit"}
+	if cg, err := newCgroup(policy.Limits{Memory: 64 << 20, Processes: 64}); err != nil || cg == nil {
+		cgl.Detail = fmt.Sprintf("not available (%v): memory is bounded per process (RLIMIT_DATA) and processes by RLIMIT_NPROC; "+
+			"fix: run as root or delegate a cgroup v2 subtree with memory and pids to this user", err)
+	} else {
+		cgl.Active = true
+		if cg.v2 {
+			cgl.Detail += " (cgroup v2)"
+		} else {
+			cgl.Detail += " (cgroup v1)"
+		}
+		cg.remove()
+	}
+	out = append(out, cgl)
 	return out
 }
 

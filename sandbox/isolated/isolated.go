@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -121,12 +122,32 @@ func start(ctx context.Context, job helper.Job, cmd sandbox.Command) (sandbox.Re
 	// Killing the init kills the PID namespace: every process in it.
 	c.Cancel = func() error { return c.Process.Kill() }
 	c.WaitDelay = 5 * time.Second
+	// Memory and process limits go to control groups where hutch may
+	// create them; elsewhere the exec helper falls back to rlimits.
+	cg, cgErr := newCgroup(job.Policy.Limits)
+	if cg != nil {
+		defer cg.remove()
+		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
+	} else if cgErr != nil && job.Policy.Limits.Processes > 0 && os.Getuid() == 0 {
+		// The rlimit fallback does not count processes of the host's
+		// root: refuse rather than run unbounded.
+		return sandbox.Result{}, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
+	}
 	begin := time.Now()
 	if err := c.Start(); err != nil {
 		return sandbox.Result{}, fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err)
 	}
 	jobR.Close()
 	statusW.Close()
+	if cg != nil {
+		// The init waits for its job before starting anything, so every
+		// process of the sandbox is born inside the groups.
+		if err := cg.add(c.Process.Pid); err != nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+			return sandbox.Result{}, err
+		}
+	}
 	if err := json.NewEncoder(jobW).Encode(job); err != nil {
 		_ = c.Process.Kill()
 		_ = c.Wait()
@@ -160,24 +181,46 @@ func start(ctx context.Context, job helper.Job, cmd sandbox.Command) (sandbox.Re
 	}
 	res.ExitCode = st.ExitCode
 	if st.Signal != 0 {
-		sig := unix.Signal(st.Signal)
-		res.ExitCode, res.Signal = 128+st.Signal, unix.SignalName(sig)
-		res.Limit = limitFor(sig, st, job.Policy.Limits)
+		res.ExitCode, res.Signal = 128+st.Signal, unix.SignalName(unix.Signal(st.Signal))
+	}
+	if cg != nil {
+		res.Limit = cg.hit()
+	}
+	if res.Limit == "" {
+		res.Limit = limitFor(res, st, job.Policy.Limits)
 	}
 	return res, nil
 }
 
-// limitFor names the limit behind a deadly signal, when one is.
-func limitFor(sig unix.Signal, st helper.Status, l policy.Limits) string {
+// limitFor names the rlimit behind a command's end, when one is: the
+// command itself, or a child whose death a shell reported as 128+N, got
+// SIGXCPU or SIGXFSZ; or it used its whole CPU time; or, under an rlimit
+// memory bound, it said it ran out of memory.
+func limitFor(res sandbox.Result, st helper.Status, l policy.Limits) string {
+	code := res.ExitCode
 	switch {
-	case sig == unix.SIGXCPU:
+	case l.CPUTime > 0 && (code == 128+int(unix.SIGXCPU) ||
+		(code == 128+int(unix.SIGKILL) && time.Duration(st.CPUMillis)*time.Millisecond >= l.CPUTime)):
 		return "cpu_time"
-	case sig == unix.SIGKILL && l.CPUTime > 0 && time.Duration(st.CPUMillis)*time.Millisecond >= l.CPUTime:
-		return "cpu_time"
-	case sig == unix.SIGXFSZ:
+	case l.FileSize > 0 && code == 128+int(unix.SIGXFSZ):
 		return "file_size"
+	case l.Memory > 0 && code != 0 && saysOutOfMemory(res.Stderr):
+		return "memory"
 	}
 	return ""
+}
+
+// saysOutOfMemory recognizes the usual words of a failed allocation (C's
+// strerror(ENOMEM), Go's runtime, Python, C++), for hosts where the memory
+// bound is an rlimit and no cgroup counts OOM kills.
+func saysOutOfMemory(stderr []byte) bool {
+	s := string(stderr)
+	for _, w := range []string{"Cannot allocate memory", "out of memory", "MemoryError", "std::bad_alloc", "memory exhausted"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func tee(capture *sandbox.TailBuffer, live io.Writer) io.Writer {

@@ -1,0 +1,433 @@
+package isolated_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
+)
+
+var bg = context.Background()
+
+// env is one attack's world: a writable work directory, a host directory
+// the policy does not list, and the policy itself.
+type env struct {
+	work, outside, secret string
+	pol                   policy.Policy
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if err := isolated.Supported(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must be able to build isolated sandboxes: %v", err)
+		}
+		t.Skipf("this host cannot build isolated sandboxes (outside CI only): %v", err)
+	}
+	e := &env{work: t.TempDir(), outside: t.TempDir()}
+	e.secret = filepath.Join(e.outside, "secret.txt")
+	if err := os.WriteFile(e.secret, []byte("TOP-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary doubles as the attacker (see attack_test.go), so
+	// its directory is readable.
+	self, _ := os.Executable()
+	e.pol = policy.Default().Extend(policy.Policy{Write: []string{e.work}, Read: []string{filepath.Dir(self)}})
+	return e
+}
+
+func (e *env) run(t *testing.T, c sandbox.Command) sandbox.Result {
+	t.Helper()
+	return e.runWith(t, e.pol, c)
+}
+
+func (e *env) runWith(t *testing.T, pol policy.Policy, c sandbox.Command) sandbox.Result {
+	t.Helper()
+	if c.Timeout == 0 {
+		c.Timeout = 20 * time.Second
+	}
+	r, err := isolated.Run(bg, pol, c)
+	if err != nil {
+		t.Fatalf("Run(%q %q): %v", c.Shell, c.Args, err)
+	}
+	return r
+}
+
+func sh(script string) sandbox.Command { return sandbox.Command{Shell: script} }
+
+// attack runs one Go attack inside the sandbox (see attack_test.go) and
+// returns what it printed.
+func (e *env) attack(t *testing.T, pol policy.Policy, name string, args ...string) string {
+	t.Helper()
+	self, _ := os.Executable()
+	r := e.runWith(t, pol, sandbox.Command{Args: append([]string{self, "-test.run=^$"}, args...), Env: map[string]string{"HUTCH_ATTACK": name}})
+	out := string(r.Stdout) + string(r.Stderr)
+	if !strings.Contains(out, "attack "+name+" done") {
+		t.Fatalf("attack %s did not run to the end (exit %d): %s", name, r.ExitCode, out)
+	}
+	return out
+}
+
+func wantOut(t *testing.T, what string, r sandbox.Result, code int, sub string) {
+	t.Helper()
+	if r.ExitCode != code || !strings.Contains(string(r.Stdout)+string(r.Stderr), sub) {
+		t.Errorf("%s: exit %d (want %d), output %q (want %q)", what, r.ExitCode, code, string(r.Stdout)+string(r.Stderr), sub)
+	}
+}
+
+// Positive controls: the sandbox works at all.
+func TestControl(t *testing.T) {
+	e := newEnv(t)
+	wantOut(t, "echo", e.run(t, sh("echo ok")), 0, "ok")
+	wantOut(t, "write in the work dir", e.run(t, sh("echo made > "+e.work+"/made.txt && cat "+e.work+"/made.txt")), 0, "made")
+	if b, err := os.ReadFile(e.work + "/made.txt"); err != nil || string(b) != "made\n" {
+		t.Errorf("the write did not reach the host: %q %v", b, err)
+	}
+	wantOut(t, "starts in the work dir", e.run(t, sh("pwd")), 0, e.work)
+	wantOut(t, "private /tmp is writable", e.run(t, sh("echo t > /tmp/t && cat /tmp/t")), 0, "t")
+	wantOut(t, "system programs run", e.run(t, sandbox.Command{Args: []string{"ls", "/usr/bin/env"}}), 0, "/usr/bin/env")
+	wantOut(t, "not found", e.run(t, sandbox.Command{Args: []string{"hutch-no-such-program"}}), 127, "not found")
+	wantOut(t, "stdin", e.runWith(t, e.pol, sandbox.Command{Args: []string{"cat"}, Stdin: strings.NewReader("in")}), 0, "in")
+}
+
+func TestHostFilesAreInvisible(t *testing.T) {
+	e := newEnv(t)
+	hostTmp, err := os.CreateTemp("", "hutch-host-tmp-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostTmp.Close()
+	defer os.Remove(hostTmp.Name())
+	home, _ := os.UserHomeDir()
+	for _, c := range []struct{ name, script string }{
+		{"unlisted host directory", "cat " + e.secret},
+		{"listing it", "ls " + e.outside},
+		{"$HOME", "ls -a " + home},
+		{"/root", "ls /root"},
+		{"/home", "ls /home"},
+		{"/var, /run, /srv, /opt", "ls /var/log /run /srv /opt"},
+		{"host /tmp", "ls /tmp/" + filepath.Base(hostTmp.Name())},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.run(t, sh(c.script))
+			if r.ExitCode == 0 || strings.Contains(string(r.Stdout), "TOP-SECRET") {
+				t.Errorf("%q succeeded: %q", c.script, r.Stdout)
+			}
+		})
+	}
+}
+
+func TestWritesOutsideFail(t *testing.T) {
+	e := newEnv(t)
+	for _, target := range []string{"/usr/bin/hutch-x", "/etc/hutch-x", "/hutch-x", "/proc/hutch-x", "/dev/hutch-x", e.outside + "/x"} {
+		t.Run(target, func(t *testing.T) {
+			r := e.run(t, sh("echo x > "+target))
+			if r.ExitCode == 0 {
+				t.Errorf("writing %s succeeded", target)
+			}
+			if _, err := os.Stat(target); err == nil && !strings.HasPrefix(target, "/proc") {
+				t.Errorf("%s exists on the host", target)
+			}
+		})
+	}
+}
+
+func TestSymlinksInWritableDirs(t *testing.T) {
+	e := newEnv(t)
+	if err := os.Symlink(e.secret, filepath.Join(e.work, "hostlink")); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{
+		"cat hostlink",                      // planted by the host
+		"ln -s " + e.secret + " l && cat l", // made inside
+		"ln -s ../../../../../../ up && ls up/" + filepath.Base(e.outside),
+		"echo pwn > hostlink", // write through a link out
+	} {
+		r := e.run(t, sh(script))
+		if r.ExitCode == 0 || strings.Contains(string(r.Stdout), "TOP-SECRET") {
+			t.Errorf("%q: exit %d, %q", script, r.ExitCode, r.Stdout)
+		}
+	}
+	if b, _ := os.ReadFile(e.secret); string(b) != "TOP-SECRET" {
+		t.Errorf("the secret was changed: %q", b)
+	}
+}
+
+func TestDenied(t *testing.T) {
+	e := newEnv(t)
+	os.MkdirAll(filepath.Join(e.work, "keys"), 0o755)
+	os.WriteFile(filepath.Join(e.work, "keys", "k"), []byte("KEY"), 0o644)
+	os.WriteFile(filepath.Join(e.work, ".env"), []byte("PASSWORD"), 0o644)
+	pol := e.pol.Extend(policy.Policy{Deny: []string{filepath.Join(e.work, "keys"), filepath.Join(e.work, ".env")}})
+	r := e.runWith(t, pol, sh("ls -A keys; echo ---; cat .env; echo ---; cat keys/k; touch keys/new"))
+	out := string(r.Stdout)
+	if strings.Contains(out, "KEY") || strings.Contains(out, "PASSWORD") || strings.Contains(out, "\nk\n") || r.ExitCode == 0 {
+		t.Errorf("denied paths leaked: %q %q", out, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "keys", "new")); err == nil {
+		t.Error("a write landed in a denied directory")
+	}
+	wantOut(t, "the rest of the work dir still works", e.runWith(t, pol, sh("echo ok > ok && cat ok")), 0, "ok")
+}
+
+func TestProcessesAndSignals(t *testing.T) {
+	e := newEnv(t)
+	marker := fmt.Sprintf("3000.%d", time.Now().UnixNano()%1e6)
+	host := exec.Command("sleep", marker)
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer host.Process.Kill()
+	pid := strconv.Itoa(host.Process.Pid)
+	// "[s]leep" so that grep does not find its own command line.
+	r := e.run(t, sh("grep -l '[s]leep.*"+marker+"' /proc/[0-9]*/cmdline; ls /proc | grep -c '^[0-9]'"))
+	if strings.Contains(string(r.Stdout), "cmdline") {
+		t.Errorf("a host process is visible: %q", r.Stdout)
+	}
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(r.Stdout))); n > 10 {
+		t.Errorf("%d processes visible in /proc", n)
+	}
+	e.run(t, sh("kill -9 "+pid+"; kill -9 -1"))
+	time.Sleep(100 * time.Millisecond)
+	if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err != nil || bytes.Contains(stat, []byte(") Z ")) {
+		t.Errorf("the sandbox killed host process %s", pid)
+	}
+}
+
+func TestCapabilitiesAndPrivileges(t *testing.T) {
+	e := newEnv(t)
+	r := e.run(t, sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status"))
+	out := string(r.Stdout)
+	for _, want := range []string{"CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in %q", want, out)
+		}
+	}
+	// A setuid binary gains nothing (no_new_privs, nosuid mounts).
+	if p, err := exec.LookPath("su"); err == nil {
+		r = e.run(t, sh(p+" -c id root"))
+		if r.ExitCode == 0 {
+			t.Errorf("su worked: %q", r.Stdout)
+		}
+	}
+	for _, script := range []string{"unshare -U true", "unshare -m true", "unshare -n true", "mount -t tmpfs x /tmp", "hostname evil", "chroot / true"} {
+		if r := e.run(t, sh(script)); r.ExitCode == 0 {
+			t.Errorf("%q succeeded", script)
+		}
+	}
+}
+
+func TestDevices(t *testing.T) {
+	e := newEnv(t)
+	r := e.run(t, sh("ls /dev"))
+	got := strings.Fields(string(r.Stdout))
+	for _, dev := range got {
+		switch dev {
+		case "null", "zero", "full", "random", "urandom", "tty", "fd", "stdin", "stdout", "stderr", "shm":
+		default:
+			t.Errorf("unexpected device %s in /dev", dev)
+		}
+	}
+	for _, script := range []string{"cat /dev/sda", "cat /dev/mem", "mknod /tmp/sda b 8 0", "mknod /tmp/n c 1 3", "head -c 4 /dev/kmsg"} {
+		if r := e.run(t, sh(script)); r.ExitCode == 0 {
+			t.Errorf("%q succeeded", script)
+		}
+	}
+	wantOut(t, "the harmless devices work", e.run(t, sh("head -c 3 /dev/zero | wc -c; echo x > /dev/null")), 0, "3")
+}
+
+func TestNetworkNone(t *testing.T) {
+	e := newEnv(t)
+	for _, network := range []string{"tcp4", "tcp6"} {
+		addr := map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network]
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			if os.Getenv("CI") == "true" || network == "tcp4" {
+				t.Fatalf("listen %s: %v", addr, err)
+			}
+			t.Logf("no %s on this host (outside CI only): %v", network, err)
+			continue
+		}
+		accepted := make(chan struct{}, 1)
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				accepted <- struct{}{}
+				c.Close()
+			}
+		}()
+		out := e.attack(t, e.pol, "dial", "tcp", ln.Addr().String())
+		ln.Close()
+		if !strings.Contains(out, "BLOCKED") {
+			t.Errorf("%s to the host's loopback: %s", network, out)
+		}
+		select {
+		case <-accepted:
+			t.Errorf("the host listener on %s got a connection from the sandbox", ln.Addr())
+		default:
+		}
+	}
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	e.attack(t, e.pol, "dial", "udp", udp.LocalAddr().String())
+	udp.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _, err := udp.ReadFrom(make([]byte, 64)); err == nil {
+		t.Errorf("a UDP datagram from the sandbox reached the host (%d bytes)", n)
+	}
+	// Control: with network all the same dial works.
+	ln, _ := net.Listen("tcp4", "127.0.0.1:0")
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	out := e.attack(t, e.pol.Extend(policy.Policy{Network: policy.NetworkAll}), "dial", "tcp", ln.Addr().String())
+	if !strings.Contains(out, "CONNECTED") {
+		t.Errorf("network all: %s", out)
+	}
+}
+
+func TestHostUnixSocket(t *testing.T) {
+	e := newEnv(t)
+	sockDir := t.TempDir()
+	sock := filepath.Join(sockDir, "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			got <- struct{}{}
+			c.Close()
+		}
+	}()
+	pol := e.pol.Extend(policy.Policy{Read: []string{sockDir}})
+	out := e.attack(t, pol, "unix", sock)
+	if !strings.Contains(out, "socket BLOCKED") || !strings.Contains(out, "socketpair OK") {
+		t.Errorf("unix sockets: %s", out)
+	}
+	select {
+	case <-got:
+		t.Error("the host's unix socket accepted a connection from the sandbox")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestDeniedSyscalls(t *testing.T) {
+	e := newEnv(t)
+	out := e.attack(t, e.pol, "syscalls")
+	for _, name := range []string{"ptrace", "mount", "unshare-user", "setns", "keyctl", "add_key", "bpf", "perf_event_open", "init_module",
+		"kexec_load", "userfaultfd", "io_uring_setup", "clone-newuser", "socket-packet", "socket-raw", "chroot", "pivot_root"} {
+		if !strings.Contains(out, name+" BLOCKED") {
+			t.Errorf("%s was not refused: %s", name, out)
+		}
+	}
+	if strings.Contains(out, "ALLOWED") {
+		t.Errorf("some syscall got through: %s", out)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	e := newEnv(t)
+	t.Run("cpu loop", func(t *testing.T) {
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{CPUTime: time.Second}})
+		r := e.runWith(t, pol, sh("while :; do :; done"))
+		if r.Limit != "cpu_time" || r.TimedOut {
+			t.Errorf("cpu loop: %+v", r)
+		}
+	})
+	t.Run("huge file", func(t *testing.T) {
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{FileSize: 1 << 20}})
+		r := e.runWith(t, pol, sh("head -c 5000000 /dev/zero > big"))
+		fi, err := os.Stat(filepath.Join(e.work, "big"))
+		if r.Limit != "file_size" || err != nil || fi.Size() > 1<<20 {
+			t.Errorf("huge file: limit %q, exit %d, size %v %v", r.Limit, r.ExitCode, fi, err)
+		}
+	})
+	t.Run("memory bomb", func(t *testing.T) {
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 128 << 20}})
+		self, _ := os.Executable()
+		r := e.runWith(t, pol, sandbox.Command{Args: []string{self, "-test.run=^$", "1024"}, Env: map[string]string{"HUTCH_ATTACK": "alloc"}})
+		out := string(r.Stdout) + string(r.Stderr)
+		if strings.Contains(out, "ALLOCATED") || r.ExitCode == 0 || r.Limit != "memory" {
+			t.Errorf("1 GiB under a 128 MiB limit: exit %d, limit %q, %.300s", r.ExitCode, r.Limit, out)
+		}
+	})
+	t.Run("fork bomb", func(t *testing.T) {
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 32}})
+		r := e.runWith(t, pol, sandbox.Command{Shell: "i=0; while [ $i -lt 200 ]; do sleep 5 & i=$((i+1)); done; wait; echo spawned", Timeout: 15 * time.Second})
+		if r.Limit != "pids" || strings.Contains(string(r.Stdout), "spawned") && r.ExitCode == 0 {
+			t.Errorf("200 processes under a limit of 32: exit %d, limit %q, %.200s", r.ExitCode, r.Limit, r.Stderr)
+		}
+	})
+	t.Run("open files", func(t *testing.T) {
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{OpenFiles: 16}})
+		wantOut(t, "ulimit -n", e.runWith(t, pol, sh("ulimit -n")), 0, "16")
+	})
+}
+
+func TestTimeoutKillsDaemons(t *testing.T) {
+	e := newEnv(t)
+	marker := fmt.Sprintf("4000.%d", time.Now().UnixNano()%1e6)
+	start := time.Now()
+	r, err := isolated.Run(bg, e.pol, sandbox.Command{
+		Shell:   fmt.Sprintf("setsid sh -c 'sleep %[1]s1 &' ; (sleep %[1]s2 &) ; nohup sleep %[1]s3 >/dev/null 2>&1 & echo started; sleep %[1]s4", marker),
+		Timeout: time.Second,
+	})
+	if err != nil || !r.TimedOut || !strings.Contains(string(r.Stdout), "started") {
+		t.Fatalf("timeout: %+v %v", r, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Run returned after %v", d)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		var left []string
+		ents, _ := os.ReadDir("/proc")
+		for _, en := range ents {
+			b, err := os.ReadFile("/proc/" + en.Name() + "/cmdline")
+			if err == nil && bytes.Contains(b, []byte(marker)) {
+				left = append(left, en.Name())
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived the timeout: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSecretsInParentEnvironment(t *testing.T) {
+	e := newEnv(t)
+	t.Setenv("HUTCH_TEST_SECRET", "s3cret")
+	r := e.run(t, sh("env; cat /proc/self/environ; cat /proc/1/environ"))
+	if strings.Contains(string(r.Stdout), "s3cret") {
+		t.Errorf("a parent secret leaked: %q", r.Stdout)
+	}
+	r = e.runWith(t, e.pol, sandbox.Command{Args: []string{"env"}, Env: map[string]string{"ADDED": "1"}})
+	for _, line := range strings.Split(strings.TrimSpace(string(r.Stdout)), "\n") {
+		k, _, _ := strings.Cut(line, "=")
+		if k != "PATH" && k != "HOME" && k != "LANG" && k != "ADDED" {
+			t.Errorf("unexpected variable %s", line)
+		}
+	}
+}
