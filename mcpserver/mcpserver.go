@@ -86,7 +86,14 @@ func instructions(o tool.Options) string {
 }
 
 func handler(ts *tool.Toolset, name, storePath string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		// A bug in a tool must cost one call, never the server: the SDK
+		// does not recover handler panics.
+		defer func() {
+			if p := recover(); p != nil {
+				res, err = textResult(fmt.Sprintf("internal error in %s: %v (please report it)", name, p), true), nil
+			}
+		}()
 		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 		if len(req.Params.InputResponses) > 0 {
 			ans, err := readAnswer(req.Params.RequestState, req.Params.InputResponses[askInputID])
@@ -95,18 +102,18 @@ func handler(ts *tool.Toolset, name, storePath string) mcp.ToolHandler {
 			}
 			ctx = context.WithValue(ctx, answerKey{}, ans)
 		}
-		out, err := ts.Call(ctx, name, req.Params.Arguments)
+		out, cerr := ts.Call(ctx, name, req.Params.Arguments)
 		var ar *permission.ApprovalRequiredError
 		var need *askNeeded
 		switch {
-		case errors.As(err, &need):
+		case errors.As(cerr, &need):
 			return askResult(need.req)
-		case errors.As(err, &ar):
+		case errors.As(cerr, &ar):
 			return textResult(approvalText(ar, storePath), true), nil
-		case err != nil:
-			return nil, err
+		case cerr != nil:
+			return nil, cerr
 		}
-		res := textResult(out.Text, out.IsError)
+		res = textResult(out.Text, out.IsError)
 		if out.Data != nil {
 			res.StructuredContent = out.Data
 		}
@@ -218,7 +225,7 @@ func remember(body string) {
 	issued.Lock()
 	defer issued.Unlock()
 	now := time.Now()
-	if len(issued.m) >= 1024 {
+	if len(issued.m) >= 64 {
 		for k, t := range issued.m {
 			if now.Sub(t) > questionTTL {
 				delete(issued.m, k)

@@ -71,8 +71,15 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 	if s.Tier == "" {
 		s.Tier = tier.Virtual
 	}
-	if s.Root == "" {
-		s.Root = "."
+	if s.Tier == tier.Local {
+		// The MCP client picks the server's working directory (often "/"),
+		// so the local tier's root must be named, and never be "/".
+		if s.Root == "" {
+			return cfg, close, fmt.Errorf("%w: the local tier needs --root DIR (the directory file tools are guarded to)", sandbox.ErrConfig)
+		}
+		if abs, err := filepath.Abs(s.Root); err == nil && abs == "/" {
+			return cfg, close, fmt.Errorf("%w: refusing --root /: it would guard file tools to the whole filesystem; name the workspace directory", sandbox.ErrConfig)
+		}
 	}
 	mode, err := permission.ParseMode(s.Mode)
 	if err != nil {

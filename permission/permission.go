@@ -121,6 +121,10 @@ type Request struct {
 	// approval covers only a call with identical arguments (compared after
 	// canonicalizing the JSON).
 	Args json.RawMessage
+	// Scope names where the call acts (the sandbox's tier and root).
+	// Approvals bind to it too: one given for one workspace never covers
+	// a call in another that shares the store.
+	Scope string
 }
 
 func (r Request) describe() string {

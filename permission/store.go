@@ -39,6 +39,7 @@ type Approval struct {
 	Detail     string          `json:"detail"`
 	Tool       string          `json:"tool"`
 	Arguments  json.RawMessage `json:"arguments"`
+	Scope      string          `json:"scope"`
 	CreatedAt  time.Time       `json:"created_at"`
 	Status     Status          `json:"status"`
 	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
@@ -127,7 +128,7 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	return db.View(fn)
 }
 
-// RequestKey binds a request to its capability, tool and arguments. The
+// RequestKey binds a request to its capability, tool, scope and arguments. The
 // arguments are canonicalized (object keys sorted, insignificant space
 // dropped) so the same call always has the same key.
 func RequestKey(req Request) (string, error) {
@@ -136,7 +137,7 @@ func RequestKey(req Request) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(req.Capability), []byte(req.Tool), args} {
+	for _, part := range [][]byte{[]byte(req.Capability), []byte(req.Tool), []byte(req.Scope), args} {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
@@ -200,7 +201,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) 
 			return open.Delete([]byte(key))
 		}
 		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: req.Detail, Tool: req.Tool,
-			Arguments: args, CreatedAt: now, Status: StatusPending, Key: key}
+			Arguments: args, Scope: req.Scope, CreatedAt: now, Status: StatusPending, Key: key}
 		id, st = a.ID, StatusPending
 		if err := putApproval(byID, a); err != nil {
 			return err

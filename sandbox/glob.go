@@ -15,14 +15,19 @@ import (
 // output of CleanPattern. Every tier that can present its files as an fs.FS
 // uses this one function, so glob means the same everywhere.
 func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]string, error) {
+	if n := combinations(pattern); n > MaxGlobAlternatives {
+		return nil, fmt.Errorf("glob %s: its {a,b} groups make %d combinations, more than %d: simplify the pattern: %w", pattern, n, MaxGlobAlternatives, ErrInvalidPath)
+	}
 	out := []string{}
+	seen := map[string]bool{}
 	walk := func(p string, _ fs.DirEntry) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if p == "." { // the root itself is never a match
+		if p == "." || seen[p] { // the root itself is never a match
 			return nil
 		}
+		seen[p] = true
 		// Stat follows links; one that leaves the root or dangles fails
 		// here and is dropped.
 		fi, err := fs.Stat(fsys, p)
@@ -35,7 +40,11 @@ func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]s
 		out = append(out, p)
 		return nil
 	}
-	err := doublestar.GlobWalk(ctxFS{ctx, fsys}, pattern, walk, doublestar.WithNoFollow())
+	cfs := &ctxFS{ctx: ctx, FS: fsys, budget: MaxGlobOperations}
+	err := doublestar.GlobWalk(cfs, pattern, walk, doublestar.WithNoFollow())
+	if err == nil && cfs.over {
+		err = fmt.Errorf("glob %s: more than %d filesystem operations, narrow the pattern: %w", pattern, MaxGlobOperations, ErrTooLarge)
+	}
 	if err == nil {
 		err = ctx.Err() // a cancelled walk with no match is still cancelled
 	}
@@ -49,18 +58,98 @@ func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]s
 	return slices.Compact(out), nil
 }
 
-// ctxFS stops directory listing once ctx is done, so a walk that matches
-// nothing can still be cancelled.
+// Bounds on one glob, so that no pattern can keep a core busy.
+const (
+	// MaxGlobAlternatives bounds the combinations of a pattern's {a,b}
+	// groups (the glob library tries each one).
+	MaxGlobAlternatives = 256
+	// MaxGlobOperations bounds the directory listings and stats of one
+	// walk.
+	MaxGlobOperations = 2_000_000
+)
+
+// ctxFS stops the walk once ctx is done or the operation budget is spent:
+// every listing and stat fails from then on (the glob library skips failed
+// ones quietly, so GlobFS checks both afterwards).
 type ctxFS struct {
 	ctx context.Context
 	fs.FS
+	budget int
+	over   bool
 }
 
-func (c ctxFS) ReadDir(name string) ([]fs.DirEntry, error) {
+func (c *ctxFS) spend() error {
 	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	if c.budget--; c.budget < 0 {
+		c.over = true
+		return ErrTooLarge
+	}
+	return nil
+}
+
+func (c *ctxFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := c.spend(); err != nil {
 		return nil, err
 	}
 	return fs.ReadDir(c.FS, name)
 }
 
-func (c ctxFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(c.FS, name) }
+func (c *ctxFS) Stat(name string) (fs.FileInfo, error) {
+	if err := c.spend(); err != nil {
+		return nil, err
+	}
+	return fs.Stat(c.FS, name)
+}
+
+func (c *ctxFS) Open(name string) (fs.File, error) {
+	if err := c.spend(); err != nil {
+		return nil, err
+	}
+	return c.FS.Open(name)
+}
+
+// combinations counts the patterns a glob's brace groups expand to (each
+// group contributes the sum of its alternatives' counts; groups multiply),
+// stopping early once it passes MaxGlobAlternatives.
+func combinations(pattern string) int {
+	n, _ := braceProduct(pattern, 0, false)
+	return n
+}
+
+// braceProduct reads from i until the end (or, inside a group, until the
+// ',' or '}' that ends the alternative) and returns the product of the
+// groups it met and where it stopped.
+func braceProduct(p string, i int, inGroup bool) (int, int) {
+	prod := 1
+	for i < len(p) {
+		switch p[i] {
+		case '\\':
+			i += 2
+			continue
+		case ',', '}':
+			if inGroup {
+				return prod, i
+			}
+		case '{':
+			sum := 0
+			i++
+			for i < len(p) {
+				var alt int
+				alt, i = braceProduct(p, i, true)
+				sum += alt
+				if i >= len(p) || p[i] == '}' {
+					break
+				}
+				i++ // past ','
+			}
+			prod *= max(sum, 1)
+			if prod > MaxGlobAlternatives {
+				return prod, len(p)
+			}
+		}
+		i++
+	}
+	return prod, i
+}

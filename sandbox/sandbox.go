@@ -122,22 +122,36 @@ const (
 
 // StatReader is implemented by tiers that can read a file and describe it
 // in one step (one path resolution, one open). The FileInfo describes the
-// file as it was when opened, before its content was read.
+// file as it was when opened, before its content was read; its Size is the
+// whole file's even when max cut the content short.
 type StatReader interface {
-	ReadStat(ctx context.Context, path string) ([]byte, FileInfo, error)
+	// ReadStat returns at most max bytes from the start of the file (the
+	// whole file, up to MaxFileSize, when max <= 0) and its description.
+	ReadStat(ctx context.Context, path string, max int64) ([]byte, FileInfo, error)
 }
 
-// ReadStat reads the file at path and describes it: in one step when sb is
-// a StatReader, otherwise Stat then Read (so the description is never newer
-// than the content).
-func ReadStat(ctx context.Context, sb Sandbox, path string) ([]byte, FileInfo, error) {
+// ReadStat reads at most max bytes of the file at path (all of it when
+// max <= 0) and describes it: in one step when sb is a StatReader,
+// otherwise Stat then Read (so the description is never newer than the
+// content; without a StatReader the whole file is read and then cut).
+func ReadStat(ctx context.Context, sb Sandbox, path string, max int64) ([]byte, FileInfo, error) {
 	if sr, ok := sb.(StatReader); ok {
-		return sr.ReadStat(ctx, path)
+		return sr.ReadStat(ctx, path, max)
 	}
 	fi, err := sb.Stat(ctx, path)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
 	data, err := sb.Read(ctx, path)
+	if max > 0 && int64(len(data)) > max {
+		data = data[:max]
+	}
 	return data, fi, err
+}
+
+// InMemory is implemented by tiers whose files exist only in hutch's memory
+// (the virtual tier): nothing outside hutch can change them, so guards
+// against external changes (read-before-write) may be skipped.
+type InMemory interface {
+	InMemory()
 }

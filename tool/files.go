@@ -87,8 +87,8 @@ func (ts *Toolset) afterWrite(ctx context.Context, path string) {
 
 type readArgs struct {
 	Path   string `json:"path"`
-	Offset int    `json:"offset"`
-	Limit  int    `json:"limit"`
+	Offset int    `json:"offset,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
 }
 
 func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
@@ -102,23 +102,33 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if a.Offset < 0 || a.Limit < 0 {
 		return failf("offset and limit must not be negative"), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Read, "read_file", a.Path, raw); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Read, "read_file", a.Path, a); !ok {
 		return out, err
+	}
+	// Without a line window only the start of the file is needed: read
+	// just that much, however large the file is.
+	windowed := a.Offset > 1 || a.Limit > 0
+	var max int64 = MaxReadBytes + utf8.UTFMax
+	if windowed {
+		max = 0
 	}
 	// The stamp describes the file no later than its content: if it changes
 	// in between, a later write is refused as stale, never let through.
-	data, fi, err := sandbox.ReadStat(ctx, ts.opts.Sandbox, a.Path)
+	data, fi, err := sandbox.ReadStat(ctx, ts.opts.Sandbox, a.Path, max)
 	if err != nil {
 		return failf("%s", describeErr(asOp("read", err))), nil
 	}
 	ts.seen.remember(fi.Path, fi)
 	if isBinary(data) {
 		return Output{
-			Text: fmt.Sprintf("%s is a binary file (%d bytes); not shown", a.Path, len(data)),
-			Data: map[string]any{"path": fi.Path, "binary": true, "size": len(data)},
+			Text: fmt.Sprintf("%s is a binary file (%d bytes); not shown", a.Path, fi.Size),
+			Data: map[string]any{"path": fi.Path, "binary": true, "size": fi.Size},
 		}, nil
 	}
-	return Output{Text: window(string(data), a.Offset, a.Limit)}, nil
+	if windowed {
+		return Output{Text: lineWindow(data, a.Offset, a.Limit)}, nil
+	}
+	return Output{Text: capText(data, fi.Size)}, nil
 }
 
 // asOp renames the operation of a path error, so the model reads "read x:
@@ -151,35 +161,55 @@ func isBinary(b []byte) bool {
 	return !utf8.Valid(head)
 }
 
-// window applies the 1-based line offset and the line limit, then caps the
-// text at MaxReadBytes without cutting a character, saying what was left.
-func window(text string, offset, limit int) string {
-	if offset > 1 || limit > 0 {
-		lines := strings.SplitAfter(text, "\n")
-		if lines[len(lines)-1] == "" {
-			lines = lines[:len(lines)-1]
-		}
-		start := max(offset, 1) - 1
-		if start >= len(lines) {
-			return fmt.Sprintf("[the file has %d lines; offset %d is past the end]", len(lines), offset)
-		}
-		end := len(lines)
-		if limit > 0 {
-			end = min(end, start+limit)
-		}
-		text = strings.Join(lines[start:end], "")
-		if end < len(lines) {
-			text += fmt.Sprintf("\n[lines %d-%d of %d; use offset %d to read on]", start+1, end, len(lines), end+1)
-		}
+// lineWindow returns lines offset (1-based) to offset+limit-1 (to the end
+// when limit is 0), saying what was left, then caps the text. It scans for
+// line ends instead of splitting, so a file of many short lines costs no
+// more memory than its bytes.
+func lineWindow(data []byte, offset, limit int) string {
+	lines := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		lines++
 	}
-	if len(text) <= MaxReadBytes {
-		return text
+	start := max(offset, 1) - 1
+	if start >= lines {
+		return fmt.Sprintf("[the file has %d lines; offset %d is past the end]", lines, offset)
 	}
-	cut := MaxReadBytes
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
+	end := lines
+	if limit > 0 && limit < lines-start { // compared, not added: no overflow
+		end = start + limit
+	}
+	text := data[lineStart(data, start):lineStart(data, end)]
+	out := capText(text, int64(len(text)))
+	if end < lines {
+		out += fmt.Sprintf("\n[lines %d-%d of %d; use offset %d to read on]", start+1, end, lines, end+1)
+	}
+	return out
+}
+
+// lineStart is the byte offset where line n (0-based) begins, or len(data).
+func lineStart(data []byte, n int) int {
+	pos := 0
+	for ; n > 0; n-- {
+		i := bytes.IndexByte(data[pos:], '\n')
+		if i < 0 {
+			return len(data)
+		}
+		pos += i + 1
+	}
+	return pos
+}
+
+// capText returns text, cut at MaxReadBytes without splitting a character
+// and followed by a marker saying how much of total was shown.
+func capText(text []byte, total int64) string {
+	if len(text) <= MaxReadBytes && int64(len(text)) >= total {
+		return string(text)
+	}
+	cut := min(len(text), MaxReadBytes)
+	for cut > 0 && cut < len(text) && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	return text[:cut] + fmt.Sprintf("\n[truncated: showing %d of %d bytes; use offset and limit to read the rest]", cut, len(text))
+	return string(text[:cut]) + fmt.Sprintf("\n[truncated: showing %d of %d bytes; use offset and limit to read the rest]", cut, total)
 }
 
 type writeArgs struct {
@@ -195,11 +225,13 @@ func writeFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if a.Path == "" || a.Content == nil {
 		return failf("write_file needs a path and content"), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "write_file", a.Path, raw); !ok {
-		return out, err
-	}
+	// The guard first: a call it would refuse must not use up a person's
+	// answer or approval.
 	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
 		return *refuse, nil
+	}
+	if out, ok, err := ts.gate(ctx, permission.Write, "write_file", a.Path, a); !ok {
+		return out, err
 	}
 	if err := ts.opts.Sandbox.Write(ctx, a.Path, []byte(*a.Content)); err != nil {
 		return failf("%s", describeErr(err)), nil
@@ -212,7 +244,7 @@ type editArgs struct {
 	Path       string  `json:"path"`
 	OldString  *string `json:"old_string"`
 	NewString  *string `json:"new_string"`
-	ReplaceAll bool    `json:"replace_all"`
+	ReplaceAll bool    `json:"replace_all,omitempty"`
 }
 
 func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
@@ -228,15 +260,15 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	case *a.OldString == *a.NewString:
 		return failf("old_string and new_string are the same: nothing to change"), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "edit_file", a.Path, raw); !ok {
-		return out, err
-	}
 	sb := ts.opts.Sandbox
 	if _, err := sb.Stat(ctx, a.Path); err != nil {
 		return failf("%s", describeErr(asOp("edit", err))), nil
 	}
 	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
 		return *refuse, nil
+	}
+	if out, ok, err := ts.gate(ctx, permission.Write, "edit_file", a.Path, a); !ok {
+		return out, err
 	}
 	data, err := sb.Read(ctx, a.Path)
 	if err != nil {
@@ -252,6 +284,11 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	}
 	if !a.ReplaceAll {
 		n = 1
+	}
+	// Size the result before building it: a short file and a long
+	// new_string must not allocate terabytes only to be refused.
+	if size := int64(len(text)) + int64(n)*(int64(len(*a.NewString))-int64(len(*a.OldString))); size > sandbox.MaxFileSize {
+		return failf("the edited %s would be %d bytes, over the %d byte limit", a.Path, size, sandbox.MaxFileSize), nil
 	}
 	text = strings.Replace(text, *a.OldString, *a.NewString, n)
 	if err := sb.Write(ctx, a.Path, []byte(text)); err != nil {
@@ -273,7 +310,7 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if a.Pattern == "" {
 		return failf("glob needs a pattern, for example \"**/*.go\""), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Glob, "glob", a.Pattern, raw); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Glob, "glob", a.Pattern, a); !ok {
 		return out, err
 	}
 	files, err := ts.opts.Sandbox.Glob(ctx, a.Pattern)

@@ -51,7 +51,7 @@ func Truncate(s string, maxLines, maxChars int) string {
 
 type shellArgs struct {
 	Command string   `json:"command"`
-	Timeout *float64 `json:"timeout"` // seconds
+	Timeout *float64 `json:"timeout,omitempty"` // seconds
 }
 
 // ShellResult is the shell tool's structured result.
@@ -78,7 +78,7 @@ func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		}
 		timeout = t
 	}
-	if out, ok, err := ts.gate(ctx, permission.Shell, "shell", a.Command, raw); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Shell, "shell", a.Command, a); !ok {
 		return out, err
 	}
 	res, err := ts.opts.Sandbox.Exec(ctx, sandbox.Command{Shell: a.Command, Timeout: timeout})

@@ -71,9 +71,9 @@ type Options struct {
 	// Search enables the web_search tool; nil leaves it out.
 	Search SearchBackend
 	// WriteGuard controls the read-before-write guard of write_file and
-	// edit_file. GuardAuto (the default) turns it on for sandboxes with a
-	// shell — anything else can change their files — and off for the
-	// in-memory tier.
+	// edit_file. GuardAuto (the default) turns it on for every real
+	// filesystem — where editors, builds and other agents change files —
+	// and off for in-memory sandboxes (sandbox.InMemory).
 	WriteGuard Guard
 }
 
@@ -94,6 +94,7 @@ type Toolset struct {
 	guard   bool
 	seen    readTracker
 	offered []Tool // decided once: the gate and the sandbox do not change
+	scope   string // which sandbox approvals bind to
 }
 
 // New returns the toolset for a session. Errors match sandbox.ErrConfig.
@@ -101,10 +102,21 @@ func New(opts Options) (*Toolset, error) {
 	if opts.Sandbox == nil || opts.Gate == nil {
 		return nil, fmt.Errorf("%w: a toolset needs a sandbox and a permission gate", sandbox.ErrConfig)
 	}
-	guard := opts.WriteGuard == GuardOn || (opts.WriteGuard == GuardAuto && opts.Sandbox.Supports(sandbox.CapShell))
-	ts := &Toolset{opts: opts, guard: guard}
+	_, volatile := opts.Sandbox.(sandbox.InMemory)
+	guard := opts.WriteGuard == GuardOn || (opts.WriteGuard == GuardAuto && !volatile)
+	ts := &Toolset{opts: opts, guard: guard, scope: Scope(opts.Sandbox)}
 	ts.offered = ts.offer()
 	return ts, nil
+}
+
+// Scope names the sandbox for approvals: its tier and root, so an approval
+// given for one workspace never lets a call through in another that shares
+// the approval store; an in-memory sandbox is its own scope.
+func Scope(sb sandbox.Sandbox) string {
+	if _, ok := sb.(sandbox.InMemory); ok {
+		return fmt.Sprintf("%T@%p", sb, sb)
+	}
+	return fmt.Sprintf("%T:%s", sb, sb.Root())
 }
 
 // Sandbox is the toolset's sandbox.
@@ -162,8 +174,18 @@ func (ts *Toolset) Call(ctx context.Context, name string, args json.RawMessage) 
 
 // gate asks the permission gate. A denial becomes the Output to return
 // (ok false); approval-required and context errors are returned as err.
-func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, detail string, raw json.RawMessage) (Output, bool, error) {
-	d, err := ts.opts.Gate.Check(ctx, permission.Request{Capability: c, Detail: detail, Tool: tool, Args: raw})
+//
+// args is the tool's decoded arguments: the request carries them
+// re-encoded, so what a person approves (and what an approval binds to) is
+// exactly what the tool will do — never the raw JSON, where duplicate or
+// differently-cased keys could read one way to the approver and another to
+// the decoder.
+func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, detail string, args any) (Output, bool, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return failf("encoding arguments: %v", err), false, nil
+	}
+	d, err := ts.opts.Gate.Check(ctx, permission.Request{Capability: c, Detail: detail, Tool: tool, Args: raw, Scope: ts.scope})
 	if err != nil {
 		return Output{}, false, err
 	}

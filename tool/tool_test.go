@@ -383,3 +383,20 @@ func TestApprovalRequired(t *testing.T) {
 		t.Fatalf("the approval was used twice: %v", err)
 	}
 }
+
+// The write guard runs before the gate: a call it refuses creates no
+// pending request and uses up no approval.
+func TestGuardBeforeGate(t *testing.T) {
+	sb, dir := localSB(t)
+	must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("x"), 0o644))
+	store, err := permission.OpenStore(filepath.Join(t.TempDir(), "a.db"))
+	must(t, err)
+	ts := toolset(t, sb, permission.Config{Mode: permission.Approve, Store: store})
+	out, err := ts.Call(bg, "write_file", json.RawMessage(`{"path":"a.txt","content":"y"}`))
+	if err != nil || !strings.Contains(out.Text, "read a.txt before overwriting it") {
+		t.Fatalf("unread file in approve mode: %+v %v", out, err)
+	}
+	if list, _ := store.List(bg); len(list) != 0 {
+		t.Errorf("a call the guard refused created %d approval requests", len(list))
+	}
+}

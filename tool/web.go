@@ -30,7 +30,7 @@ func fetchURL(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if strings.TrimSpace(a.URL) == "" {
 		return failf("fetch needs a url"), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Fetch, "fetch", a.URL, raw); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Fetch, "fetch", a.URL, a); !ok {
 		return out, err
 	}
 	res, err := ts.opts.Fetcher.Fetch(ctx, a.URL)
@@ -40,8 +40,19 @@ func fetchURL(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		}
 		return failf("%v", err), nil
 	}
-	body := string(res.Body)
-	if !utf8.ValidString(body) || strings.IndexByte(body, 0) >= 0 {
+	b := res.Body
+	if res.Truncated { // the cut may have split the last character
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	body := string(b)
+	if isBinary(b) {
 		body = "[binary content, not shown]"
 	}
 	return structured(FetchOutput{URL: res.URL, Status: res.Status, ContentType: res.ContentType, Body: body, Truncated: res.Truncated}), nil
@@ -59,7 +70,7 @@ func webSearch(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if strings.TrimSpace(a.Query) == "" {
 		return failf("web_search needs a query"), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Search, "web_search", a.Query, raw); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Search, "web_search", a.Query, a); !ok {
 		return out, err
 	}
 	results, err := Search(ctx, ts.opts.Search, a.Query)

@@ -48,7 +48,7 @@ given on the command line win.`,
 	}
 	f := c.Flags()
 	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local")
-	f.StringVar(&s.Root, "root", ".", "the sandbox root directory (local tier)")
+	f.StringVar(&s.Root, "root", "", "the sandbox root directory (required for the local tier)")
 	f.StringVar(&s.Mode, "mode", "read_only", "permission mode: read_only, auto, ask, approve")
 	f.StringSliceVar(&s.Allow, "allow", nil, "capabilities allowed in any mode (comma-separated: write,shell,fetch,search)")
 	f.StringSliceVar(&s.FetchAllow, "fetch-allow", nil, "hosts fetch may reach (comma-separated; a host also allows its subdomains)")

@@ -128,13 +128,14 @@ func (s *Sandbox) resolve(op, p string) (string, error) {
 
 // Read returns the content of a regular file.
 func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
-	data, _, err := s.ReadStat(ctx, p)
+	data, _, err := s.ReadStat(ctx, p, 0)
 	return data, err
 }
 
-// ReadStat reads a regular file and describes it, with one open: the
-// description is of the opened file, taken before its content is read.
-func (s *Sandbox) ReadStat(ctx context.Context, p string) ([]byte, sandbox.FileInfo, error) {
+// ReadStat reads a regular file (at most max bytes when max > 0) and
+// describes it, with one open: the description is of the opened file,
+// taken before its content is read.
+func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
 	done, err := s.begin(ctx)
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
@@ -159,13 +160,20 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string) ([]byte, sandbox.FileI
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrIsDir)
 	case !fi.Mode().IsRegular():
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
-	case fi.Size() > sandbox.MaxFileSize:
+	case fi.Size() > sandbox.MaxFileSize && (max <= 0 || max > sandbox.MaxFileSize):
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
-	// Sized to the file (plus one byte to see growth), so a read is one
-	// allocation and, usually, one read call.
-	data := make([]byte, 0, fi.Size()+1)
+	want := fi.Size() + 1 // one more byte to see growth
+	if max > 0 && want > max {
+		want = max
+	}
+	// Sized to what is wanted, so a read is one allocation and, usually,
+	// one read call.
+	data := make([]byte, 0, want)
 	for {
+		if max > 0 && int64(len(data)) >= max {
+			break
+		}
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		if err == io.EOF || (err == nil && n == 0) {

@@ -197,14 +197,20 @@ func testStat(t *testing.T, sb sandbox.Sandbox) {
 	if fi.ModTime.Before(before) || fi.ModTime.After(after) {
 		t.Errorf("mtime %v is not the time of the write (%v..%v)", fi.ModTime, before, after)
 	}
-	data, rs, err := sandbox.ReadStat(bg, sb, "./s/f.txt")
+	data, rs, err := sandbox.ReadStat(bg, sb, "./s/f.txt", 0)
 	if err != nil || string(data) != "12345" || rs.Path != fi.Path || rs.Size != fi.Size || !rs.ModTime.Equal(fi.ModTime) || rs.Kind != sandbox.KindFile {
 		t.Errorf("ReadStat = %q, %+v, %v; want the content and %+v", data, rs, err, fi)
 	}
-	if _, _, err := sandbox.ReadStat(bg, sb, "s"); !errors.Is(err, sandbox.ErrIsDir) {
+	if data, rs, err := sandbox.ReadStat(bg, sb, "s/f.txt", 2); err != nil || string(data) != "12" || rs.Size != 5 {
+		t.Errorf("ReadStat(max 2) = %q, size %d, %v; want \"12\" and the whole size 5", data, rs.Size, err)
+	}
+	if _, _, err := sandbox.ReadStat(bg, sb, "s", 0); !errors.Is(err, sandbox.ErrIsDir) {
 		t.Errorf("ReadStat(dir): %v, want ErrIsDir", err)
 	}
-	if _, _, err := sandbox.ReadStat(bg, sb, "../s"); !errors.Is(err, sandbox.ErrEscape) {
+	if _, _, err := sandbox.ReadStat(bg, sb, "nope", 0); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("ReadStat(missing): %v, want ErrNotFound", err)
+	}
+	if _, _, err := sandbox.ReadStat(bg, sb, "../s", 0); !errors.Is(err, sandbox.ErrEscape) {
 		t.Errorf("ReadStat(../s): %v, want ErrEscape", err)
 	}
 	dir, err := sb.Stat(bg, "s")

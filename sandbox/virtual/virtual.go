@@ -8,6 +8,7 @@ package virtual
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -48,6 +49,9 @@ func New() *Sandbox {
 func newDir(t time.Time) *node {
 	return &node{mtime: t, mode: fs.ModeDir | 0o755, children: map[string]struct{}{}}
 }
+
+// InMemory marks the tier as in-memory (see sandbox.InMemory).
+func (s *Sandbox) InMemory() {}
 
 // Root is always "/".
 func (s *Sandbox) Root() string { return "/" }
@@ -103,6 +107,33 @@ func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 		return nil, sandbox.PathError("read", p, sandbox.ErrIsDir)
 	}
 	return slices.Clone(n.data), nil
+}
+
+// ReadStat is Read and Stat in one step, reading at most max bytes when
+// max > 0 (see sandbox.StatReader).
+func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
+	fi, err := s.Stat(ctx, p)
+	if err != nil {
+		return nil, fi, sandbox.PathError("read", p, errors.Unwrap(err))
+	}
+	if fi.Kind == sandbox.KindDir {
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrIsDir)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx); err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	n, ok := s.nodes[fi.Path]
+	if !ok || n.isDir() {
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrNotFound)
+	}
+	data := n.data
+	if max > 0 && int64(len(data)) > max {
+		data = data[:max]
+	}
+	fi.Size, fi.ModTime, fi.Mode = int64(len(n.data)), n.mtime, n.mode
+	return slices.Clone(data), fi, nil
 }
 
 // Write stores a copy of data at p, creating parent directories. It is
