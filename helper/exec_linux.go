@@ -1,29 +1,37 @@
 package helper
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/policy"
 )
 
-// execMain runs inside the finished sandbox as a child of init. It confines
-// itself — resource limits, priority, Landlock, no_new_privs, every
-// capability dropped, the seccomp filter — and then becomes the command
-// with execve. Confinement happens here rather than in init so that init
-// keeps what it needs to serve the sandbox, while nothing the command runs
-// ever holds more than the command.
+// execMain runs inside the finished sandbox as PID 1 of a PID namespace of
+// its own (one per command). It confines itself — resource limits,
+// priority, Landlock, no_new_privs, every capability dropped, the seccomp
+// filter — then starts the command, which inherits all of it, reaps
+// whatever the command leaves behind, and reports the command's status on
+// fd 4. When it exits, the kernel kills everything still in its namespace:
+// nothing a command starts outlives it. Confinement happens here rather
+// than in init so that init keeps what it needs to serve the sandbox,
+// while nothing the command runs ever holds more than the command.
 func execMain() int {
-	runtime.LockOSThread() // capabilities are per thread: exec from this one
-	jobFile := os.NewFile(3, "job")
+	runtime.LockOSThread() // capabilities are per thread: fork from this one
+	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
+	report := func(st Status) int {
+		_ = json.NewEncoder(statusFile).Encode(st)
+		return 0
+	}
 	job, err := decodeJob(jobFile)
 	jobFile.Close()
 	if err != nil {
@@ -31,17 +39,44 @@ func execMain() int {
 	}
 	prog, code, err := lookPath(job)
 	if err != nil {
-		return fail(code, "hutch: %s: %v", job.Argv[0], err)
+		fmt.Fprintf(os.Stderr, "hutch: %s: %v\n", job.Argv[0], err)
+		return report(Status{Exited: true, ExitCode: code})
 	}
 	if err := confine(job); err != nil {
 		return fail(125, "hutch: confining the command: %v", err)
 	}
-	err = syscall.Exec(prog, job.Argv, job.Env)
-	code = 126
-	if errors.Is(err, syscall.ENOENT) {
-		code = 127
+	cmd := exec.Command(prog)
+	cmd.Args, cmd.Env = job.Argv, job.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		code := 126
+		if errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		fmt.Fprintf(os.Stderr, "hutch: %s: %v\n", job.Argv[0], err)
+		return report(Status{Exited: true, ExitCode: code})
 	}
-	return fail(code, "hutch: %s: %v", job.Argv[0], err)
+	// Reap everything (orphans come to PID 1); report the command itself.
+	for {
+		var ws unix.WaitStatus
+		var ru unix.Rusage
+		pid, err := unix.Wait4(-1, &ws, 0, &ru)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fail(125, "hutch: waiting: %v", err)
+		}
+		if pid != cmd.Process.Pid {
+			continue
+		}
+		st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
+			CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
+		if ws.Signaled() {
+			st.Signal = int(ws.Signal())
+		}
+		return report(st)
+	}
 }
 
 func fail(code int, format string, args ...any) int {
@@ -162,35 +197,86 @@ func setLimits(job Job) error {
 	return nil
 }
 
+// Landlock filesystem rights by ABI version.
+func landlockRights(abi int) uint64 {
+	n := 13 // ABI 1: execute ... make_sym
+	switch {
+	case abi >= 9:
+		n = 17 // + resolve_unix
+	case abi >= 5:
+		n = 16 // + ioctl_dev
+	case abi >= 3:
+		n = 15 // + truncate
+	case abi >= 2:
+		n = 14 // + refer
+	}
+	return 1<<n - 1
+}
+
+// Rights that make sense on a single file (not a directory).
+const fileRights = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+
+const readRights = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+
 // restrictPaths mirrors the policy in a Landlock ruleset: the policy's
 // readable paths read-only, its writable paths and the private /tmp
-// writable, /dev's few devices usable. Best effort by kernel ABI (this
-// layer adds to the mount namespace; it is not the only wall).
+// writable, /dev's few devices usable; from ABI 6 also abstract unix
+// sockets and signals scoped to the sandbox. Best effort by kernel ABI
+// (this layer adds to the mount namespace; it is not the only wall).
+//
+// The ruleset is enforced on this thread only — the one that starts the
+// command, which inherits it — with raw system calls: no helper threads,
+// no cgo, nothing to wait on.
 func restrictPaths(p policy.Policy) error {
-	var rules []landlock.Rule
-	add := func(paths []string, writable bool) {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return nil // no Landlock in this kernel: hutch check says so
+	}
+	handled := landlockRights(abi)
+	attr := llsys.RulesetAttr{HandledAccessFS: handled}
+	if abi >= 6 {
+		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	rs, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("creating the ruleset: %w", err)
+	}
+	defer unix.Close(rs)
+	add := func(paths []string, access uint64) error {
 		for _, path := range paths {
-			fi, err := os.Stat(path)
+			fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 			if err != nil {
 				continue // not in the sandbox
 			}
-			switch {
-			case fi.IsDir() && writable:
-				rules = append(rules, landlock.RWDirs(path))
-			case fi.IsDir():
-				rules = append(rules, landlock.RODirs(path))
-			case writable:
-				rules = append(rules, landlock.RWFiles(path))
-			default:
-				rules = append(rules, landlock.ROFiles(path))
+			var st unix.Stat_t
+			allowed := access & handled
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				allowed &= fileRights
+			}
+			err = llsys.LandlockAddPathBeneathRule(rs, &llsys.PathBeneathAttr{AllowedAccess: allowed, ParentFd: fd}, 0)
+			unix.Close(fd)
+			if err != nil {
+				return fmt.Errorf("rule for %s: %w", path, err)
 			}
 		}
+		return nil
 	}
-	add(p.Read, false)
-	add([]string{"/proc"}, false)
-	add(append([]string{"/tmp", "/dev/shm"}, p.Write...), true)
-	add([]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}, true)
-	return landlock.V7.BestEffort().RestrictPaths(rules...)
+	for _, r := range []struct {
+		paths  []string
+		access uint64
+	}{
+		{append([]string{"/proc"}, p.Read...), readRights},
+		{append([]string{"/tmp", "/dev/shm"}, p.Write...), handled},
+		{[]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}, readRights | llsys.AccessFSWriteFile},
+	} {
+		if err := add(r.paths, r.access); err != nil {
+			return err
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	return llsys.LandlockRestrictSelf(rs, 0)
 }
 
 // dropCapabilities leaves the command no capability, now or after execve:

@@ -2,11 +2,9 @@ package helper
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,77 +13,49 @@ import (
 )
 
 // initMain is PID 1 of the sandbox's new user, mount, PID, IPC, UTS and
-// (unless the network is "all") network namespaces. It builds the
-// sandbox's filesystem view from the policy, starts the command through
-// the exec helper, reaps every orphan, and reports the command's status.
-// When it exits the kernel kills whatever is left in the PID namespace.
+// (unless the network is "all") network namespaces. It reads the "start"
+// request on its socket (fd 3), builds the sandbox's filesystem view from
+// the policy, then serves file operations and commands until the host
+// closes the socket or kills it. When it exits the kernel kills whatever
+// is left in the PID namespace.
 func initMain() int {
-	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
-	report := func(st Status) int {
-		_ = json.NewEncoder(statusFile).Encode(st)
-		return 0
+	conn := NewConn(3)
+	var req Request
+	files, err := conn.Recv(&req)
+	closeFiles(files)
+	if err != nil || req.Op != "start" || req.Job == nil {
+		return 1
 	}
-	job, err := decodeJob(jobFile)
-	jobFile.Close()
-	if err != nil {
-		return report(Status{SetupError: err.Error()})
+	job := *req.Job
+	if err := setup(job); err != nil {
+		_ = conn.Send(Response{ID: req.ID, Err: &WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}})
+		return 1
 	}
+	if err := conn.Send(Response{ID: req.ID}); err != nil {
+		return 1
+	}
+	serve(conn, job)
+	return 0
+}
+
+func setup(job Job) error {
 	if err := buildRoot(job); err != nil {
-		return report(Status{SetupError: err.Error()})
+		return err
 	}
 	if err := unix.Sethostname([]byte("hutch")); err != nil {
-		return report(Status{SetupError: "sethostname: " + err.Error()})
+		return fmt.Errorf("sethostname: %w", err)
 	}
 	if job.Policy.Network != "all" {
 		if err := loopbackUp(); err != nil {
-			return report(Status{SetupError: "bringing up loopback: " + err.Error()})
+			return fmt.Errorf("bringing up loopback: %w", err)
 		}
 	}
-	return report(runCommand(job))
+	return nil
 }
 
-// runCommand starts the exec helper (which confines itself and becomes the
-// command), waits for it while reaping orphans, and returns its status.
-func runCommand(job Job) Status {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return Status{SetupError: err.Error()}
-	}
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{ExecName}
-	cmd.Dir = job.Dir
-	cmd.Env = []string{}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{r}
-	if err := cmd.Start(); err != nil {
-		return Status{SetupError: "starting the command: " + err.Error()}
-	}
-	r.Close()
-	err = json.NewEncoder(w).Encode(job)
-	w.Close()
-	if err != nil {
-		return Status{SetupError: "handing over the job: " + err.Error()}
-	}
-	// Reap everything; report the command's own status.
-	for {
-		var ws unix.WaitStatus
-		var ru unix.Rusage
-		pid, err := unix.Wait4(-1, &ws, 0, &ru)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return Status{SetupError: "waiting: " + err.Error()}
-		}
-		if pid != cmd.Process.Pid {
-			continue
-		}
-		st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
-			CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
-		if ws.Signaled() {
-			st.Signal = int(ws.Signal())
-		}
-		return st
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
 	}
 }
 

@@ -358,3 +358,29 @@ func TestAskAnswerIsBound(t *testing.T) {
 		t.Error("a replayed answer ran the command again")
 	}
 }
+
+// The isolated tier over MCP: the tools act inside the kernel boundary.
+func TestIsolatedTier(t *testing.T) {
+	dir := t.TempDir()
+	cs := connect(t, mcpserver.Settings{Tier: "isolated", Root: dir, Mode: "auto"}, nil)
+	got := toolNames(t, cs)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"edit_file", "glob", "read_file", "shell", "write_file"}) {
+		t.Errorf("tools %v", got)
+	}
+	if in := cs.InitializeResult().Instructions; !strings.Contains(in, "isolated sandbox") || !strings.Contains(in, "Can change "+dir) {
+		t.Errorf("instructions %q", in)
+	}
+	res, text := callTool(t, cs, "write_file", map[string]any{"path": "a.txt", "content": "inside"})
+	if res.IsError {
+		t.Fatalf("write_file: %s", text)
+	}
+	res, text = callTool(t, cs, "shell", map[string]any{"command": "cat a.txt; cat /etc/hostname 2>/dev/null; hostname; ls /root 2>&1"})
+	if res.IsError || !strings.Contains(text, "inside") || !strings.Contains(text, "hutch") || !strings.Contains(text, "No such file") {
+		t.Errorf("shell: %s", text)
+	}
+	res, text = callTool(t, cs, "write_file", map[string]any{"path": "/usr/x", "content": "x"})
+	if !res.IsError {
+		t.Errorf("write outside the policy: %s", text)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/tier"
 	"github.com/hutchsandbox/hutch/tool"
@@ -30,6 +31,13 @@ type Settings struct {
 	Store      string   `yaml:"store"`
 	Audit      string   `yaml:"audit"`
 	HTTP       string   `yaml:"http"`
+	// PolicyFile is the isolated tier's YAML policy (default: the default
+	// policy); Root, when set, is added to it as the writable start
+	// directory.
+	PolicyFile string `yaml:"policy"`
+	// Isolation, when set (from command-line flags), is the isolated
+	// tier's policy, before Root is added.
+	Isolation *policy.Policy `yaml:"-"`
 }
 
 // LoadSettings reads a YAML settings file strictly: unknown keys and
@@ -114,7 +122,23 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 	if err != nil {
 		return cfg, close, err
 	}
-	sb, err := tier.Open(ctx, s.Tier, tier.Config{Root: s.Root})
+	tcfg := tier.Config{Root: s.Root}
+	if s.Tier == tier.Isolated {
+		pol := policy.Default()
+		switch {
+		case s.Isolation != nil:
+			pol = *s.Isolation
+		case s.PolicyFile != "":
+			if pol, err = policy.Load(s.PolicyFile); err != nil {
+				return cfg, close, err
+			}
+		}
+		if s.Root != "" {
+			pol = pol.Extend(policy.Policy{Write: []string{s.Root}, Dir: s.Root})
+		}
+		tcfg.Policy = &pol
+	}
+	sb, err := tier.Open(ctx, s.Tier, tcfg)
 	if err != nil {
 		return cfg, close, err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/sandbox/local"
@@ -33,6 +34,8 @@ type Config struct {
 	Root string
 	// Env is added to every command's base environment.
 	Env map[string]string
+	// Policy is the isolated tier's policy; nil is the default policy.
+	Policy *policy.Policy
 }
 
 // Open returns a sandbox of the named tier. An unknown name is an error
@@ -47,11 +50,20 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 		return virtual.New(), nil
 	case Local:
 		return local.New(cfg.Root, local.Options{Env: cfg.Env})
+	case Isolated:
+		pol := policy.Default()
+		if cfg.Policy != nil {
+			pol = *cfg.Policy
+		}
+		if cfg.Env != nil {
+			pol.Env = sandbox.MergeEnv(map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin"}, pol.Env, cfg.Env)
+		}
+		return isolated.New(ctx, pol)
 	}
 	if st := Check(name); !st.Supported {
 		return nil, st.err
 	}
-	return nil, fmt.Errorf("%w: the %s tier runs commands (isolated.Run, hutch run) but does not serve file tools yet: use --tier local or virtual for tools", sandbox.ErrUnsupported, name)
+	return nil, fmt.Errorf("tier %s: %w", name, sandbox.ErrUnsupported)
 }
 
 // Status says whether a tier can be used on this host, and if not, why and
@@ -81,7 +93,7 @@ func Check(name string) Status {
 		if err := isolated.Supported(); err != nil {
 			st.Supported, st.err = false, err
 		} else {
-			st.Reason = "kernel isolation (namespaces, Landlock, seccomp, no capabilities, limits) under a policy; runs commands (hutch run); file tools on this tier are not built yet"
+			st.Reason = "kernel isolation (namespaces, Landlock, seccomp, no capabilities, limits) under a policy; commands and file tools act inside"
 		}
 	case Container, Remote:
 		st.Supported = false

@@ -96,7 +96,8 @@ func TestMCPBadSettings(t *testing.T) {
 		{[]string{"mcp", "--allow", "teleport"}, "unknown capability"},
 		{[]string{"mcp", "--config", cfg}, "modee"},
 		{[]string{"mcp", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
-		{[]string{"mcp", "--tier", "isolated"}, "does not serve file tools yet"},
+		{[]string{"mcp", "--tier", "local", "--root", dir, "--memory", "1G"}, "apply to --tier isolated"},
+		{[]string{"mcp", "--tier", "isolated", "--memory", "lots"}, "--memory"},
 		{[]string{"mcp", "--tier", "container"}, "not built yet"},
 	} {
 		code, _, errOut := hutch(t, "", c.args...)

@@ -20,6 +20,7 @@ import (
 func newMCPCmd() *cobra.Command {
 	var s mcpserver.Settings
 	var config string
+	var pf policyFlags
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve hutch's tools over the Model Context Protocol (stdio, or --http ADDR)",
@@ -43,11 +44,24 @@ given on the command line win.`,
 				}
 				settings = overlay(file, s, c.Flags())
 			}
+			if policyFlagsSet(c.Flags()) {
+				if settings.Tier != "isolated" {
+					return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated")
+				}
+				if pf.file == "" {
+					pf.file = settings.PolicyFile
+				}
+				pol, err := pf.build(c.Flags(), "", 0)
+				if err != nil {
+					return err
+				}
+				settings.Isolation = &pol
+			}
 			return serveMCP(c.Context(), settings, c.ErrOrStderr())
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local")
+	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local, isolated (--root is then the writable start directory)")
 	f.StringVar(&s.Root, "root", "", "the sandbox root directory (required for the local tier)")
 	f.StringVar(&s.Mode, "mode", "read_only", "permission mode: read_only, auto, ask, approve")
 	f.StringSliceVar(&s.Allow, "allow", nil, "capabilities allowed in any mode (comma-separated: write,shell,fetch,search)")
@@ -57,6 +71,7 @@ given on the command line win.`,
 	f.StringVar(&s.Audit, "audit", "", "append every permission decision to this file as JSON lines")
 	f.StringVar(&s.HTTP, "http", "", "serve the streamable HTTP transport on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	f.StringVar(&config, "config", "", "read settings from this YAML file")
+	pf.register(f)
 	return c
 }
 

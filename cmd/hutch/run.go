@@ -3,14 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/tier"
@@ -25,13 +22,7 @@ type runFlags struct {
 	shell   string
 	json    bool
 
-	// isolated tier: the policy
-	policyFile        string
-	read, write, deny []string
-	network           string
-	memory, fileSize  string
-	cpuTime           time.Duration
-	pids, nice        int
+	pol policyFlags // isolated tier
 }
 
 func newRunCmd() *cobra.Command {
@@ -62,16 +53,7 @@ not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`,
 	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: isolated, local, virtual (container, remote: not built yet)")
 	fl.StringVar(&f.root, "root", ".", "the sandbox root directory (local tier)")
 	fl.StringVar(&f.dir, "dir", "", "where the command starts (local: inside the root; isolated: a readable path; default: the root, or the first --write path, or /tmp)")
-	fl.StringVar(&f.policyFile, "policy", "", "isolated: start from this YAML policy instead of the default one")
-	fl.StringArrayVar(&f.read, "read", nil, "isolated: let the command read PATH (repeatable)")
-	fl.StringArrayVar(&f.write, "write", nil, "isolated: let the command change PATH (repeatable)")
-	fl.StringArrayVar(&f.deny, "deny", nil, "isolated: hide PATH even inside a readable or writable path (repeatable)")
-	fl.StringVar(&f.network, "network", "", "isolated: none (default) or all")
-	fl.StringVar(&f.memory, "memory", "", "isolated: memory limit, e.g. 512M")
-	fl.DurationVar(&f.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
-	fl.IntVar(&f.pids, "pids", 0, "isolated: at most N processes")
-	fl.StringVar(&f.fileSize, "file-size", "", "isolated: largest file the command may write, e.g. 1G")
-	fl.IntVar(&f.nice, "nice", 0, "isolated: lower the priority (0-19)")
+	f.pol.register(fl)
 	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultTimeout, "stop the command and everything it started after this long")
 	fl.StringArrayVar(&f.env, "env", nil, "add NAME=VALUE to the command's environment (repeatable)")
 	fl.StringVarP(&f.shell, "shell", "c", "", "run this command line with /bin/sh -c instead of CMD ARG...")
@@ -91,7 +73,11 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 	ctx := c.Context()
 	var res sandbox.Result
 	if f.tier == tier.Isolated {
-		pol, perr := buildPolicy(f, c.Flags())
+		timeout := time.Duration(0)
+		if c.Flags().Changed("timeout") {
+			timeout = f.timeout
+		}
+		pol, perr := f.pol.build(c.Flags(), f.dir, timeout)
 		if perr != nil {
 			return perr
 		}
@@ -100,7 +86,7 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 		}
 		res, err = isolated.Run(ctx, pol, cmd)
 	} else {
-		if policyFlagSet(c.Flags()) {
+		if policyFlagsSet(c.Flags()) {
 			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
 		}
 		sb, oerr := tier.Open(ctx, f.tier, tier.Config{Root: f.root})
@@ -143,40 +129,4 @@ func buildCommand(f runFlags, args []string) (sandbox.Command, error) {
 	}
 	cmd := sandbox.Command{Args: args, Shell: f.shell, Dir: f.dir, Env: env, Timeout: f.timeout}
 	return cmd.Validate()
-}
-
-var policyFlags = []string{"policy", "read", "write", "deny", "network", "memory", "cpu-time", "pids", "file-size", "nice"}
-
-func policyFlagSet(fs *pflag.FlagSet) bool {
-	return slices.ContainsFunc(policyFlags, fs.Changed)
-}
-
-// buildPolicy is the default policy (or --policy FILE) widened by the flags.
-func buildPolicy(f runFlags, fs *pflag.FlagSet) (policy.Policy, error) {
-	base := policy.Default()
-	if f.policyFile != "" {
-		var err error
-		if base, err = policy.Load(f.policyFile); err != nil {
-			return base, err
-		}
-	}
-	q := policy.Policy{Read: f.read, Write: f.write, Deny: f.deny, Network: policy.Network(f.network), Dir: f.dir, Nice: f.nice}
-	q.Limits.CPUTime, q.Limits.Processes = f.cpuTime, f.pids
-	for _, s := range []struct {
-		flag, val string
-		dst       *policy.Size
-	}{{"memory", f.memory, &q.Limits.Memory}, {"file-size", f.fileSize, &q.Limits.FileSize}} {
-		if !fs.Changed(s.flag) {
-			continue
-		}
-		v, err := policy.ParseSize(s.val)
-		if err != nil {
-			return base, fmt.Errorf("--%s: %v", s.flag, err)
-		}
-		*s.dst = v
-	}
-	if f.timeout > 0 && fs.Changed("timeout") {
-		q.Timeout = f.timeout
-	}
-	return base.Extend(q), nil
 }

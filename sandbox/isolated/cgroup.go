@@ -110,19 +110,30 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
-// hit names the limit the kernel enforced: "memory" after an OOM kill,
-// "pids" after a refused fork; "" otherwise.
-func (cg *cgroup) hit() string {
+// counts is a snapshot of the limit counters (OOM kills, refused forks),
+// to tell which limit one command hit in a sandbox that runs many.
+func (cg *cgroup) counts() [2]int64 {
+	var mem, pids int64
 	if cg.memory {
-		file, key := "memory.oom_control", "oom_kill"
+		file := "memory.oom_control"
 		if cg.v2 {
 			file = "memory.events"
 		}
-		if counter(filepath.Join(cg.dirs["memory"], file), key) > 0 {
-			return "memory"
-		}
+		mem = counter(filepath.Join(cg.dirs["memory"], file), "oom_kill")
 	}
-	if cg.pids && counter(filepath.Join(cg.dirs["pids"], "pids.events"), "max") > 0 {
+	if cg.pids {
+		pids = counter(filepath.Join(cg.dirs["pids"], "pids.events"), "max")
+	}
+	return [2]int64{mem, pids}
+}
+
+// hitSince names the limit whose counter moved since before.
+func (cg *cgroup) hitSince(before [2]int64) string {
+	now := cg.counts()
+	switch {
+	case now[0] > before[0]:
+		return "memory"
+	case now[1] > before[1]:
 		return "pids"
 	}
 	return ""

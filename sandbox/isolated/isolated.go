@@ -21,15 +21,15 @@
 package isolated
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,33 +52,15 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // unsupported host) — nothing ran then. What the command did is in the
 // Result, including Limit when a resource limit stopped it.
 func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
-	if err := Supported(); err != nil {
-		return sandbox.Result{}, err
-	}
-	if !helper.Ready() {
-		return sandbox.Result{}, fmt.Errorf("%w: the isolated tier re-executes this program as its sandbox helper: call helper.Main() at the start of main (and of TestMain)", sandbox.ErrConfig)
-	}
-	cwd, _ := os.Getwd()
 	if cmd.Dir != "" {
-		pol.Dir = cmd.Dir
+		pol.Dir, cmd.Dir = cmd.Dir, ""
 	}
-	pol, err := pol.Normalize(cwd)
+	sb, err := New(ctx, pol)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	if cmd.Timeout == 0 {
-		cmd.Timeout = pol.Timeout
-	}
-	cmd, err = cmd.Validate()
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	job := helper.Job{Policy: pol, Argv: cmd.Args, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
-	if cmd.Shell != "" {
-		job.Argv = []string{"/bin/sh", "-c", cmd.Shell}
-	}
-	job.Env = sandbox.EnvList(sandbox.MergeEnv(baseEnv(pol), cmd.Env))
-	return start(ctx, job, cmd)
+	defer sb.Close()
+	return sb.Exec(ctx, cmd)
 }
 
 // baseEnv is the policy's environment, or PATH, HOME and LANG.
@@ -93,72 +75,337 @@ func baseEnv(pol policy.Policy) map[string]string {
 	return env
 }
 
-func start(ctx context.Context, job helper.Job, cmd sandbox.Command) (sandbox.Result, error) {
-	jobR, jobW, err := os.Pipe()
+// Sandbox is a running isolated sandbox: a session. Its init (the helper)
+// holds the namespaces and serves file operations and commands over one
+// socket, so later operations skip the setup. It implements
+// sandbox.Sandbox; Root is the policy's start directory, and file
+// operations are confined to it (inside the sandbox's view, under the same
+// policy as commands). Safe for concurrent use.
+type Sandbox struct {
+	pol    policy.Policy
+	conn   *helper.Conn
+	init   *exec.Cmd
+	cg     *cgroup
+	nextID atomic.Uint64
+	prober sandbox.Prober
+
+	mu      sync.Mutex
+	pending map[uint64]chan helper.Response
+	closed  bool
+	done    chan struct{} // closed when the init is gone
+	dead    error
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+// New builds a sandbox from pol (normalized against the current
+// directory) and keeps it running until Close. Errors match
+// sandbox.ErrConfig (a bad policy, helper.Main not called) or
+// sandbox.ErrUnsupported (the host cannot isolate: the error says what is
+// missing and how to fix it).
+func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
+	if !helper.Ready() {
+		return nil, fmt.Errorf("%w: the isolated tier re-executes this program as its sandbox helper: call helper.Main() at the start of main (and of TestMain)", sandbox.ErrConfig)
+	}
+	cwd, _ := os.Getwd()
+	pol, err := pol.Normalize(cwd)
+	if err != nil {
+		return nil, err
+	}
+	if pol.Dir == "/tmp" && !pol.CanWrite("/tmp") {
+		// The private /tmp: fine as a start directory.
+	} else if !pol.CanRead(pol.Dir) {
+		return nil, fmt.Errorf("%w: start directory %s is not in the policy", sandbox.ErrConfig, pol.Dir)
+	}
+	hostEnd, sandboxEnd, err := helper.SocketPair()
+	if err != nil {
+		return nil, err
+	}
+	defer sandboxEnd.Close()
+	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
+	// Memory and process limits go to control groups where hutch may
+	// create them; elsewhere the exec helper falls back to rlimits.
+	cg, cgErr := newCgroup(pol.Limits)
+	if cg != nil {
+		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
+	} else if cgErr != nil && pol.Limits.Processes > 0 && os.Getuid() == 0 {
+		hostEnd.Close()
+		// The rlimit fallback does not count processes of the host's
+		// root: refuse rather than run unbounded.
+		return nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
+	}
+	c := exec.Command("/proc/self/exe")
+	c.Args = []string{helper.InitName}
+	c.Env = []string{}
+	c.ExtraFiles = []*os.File{sandboxEnd}
+	c.SysProcAttr = namespaces(pol.Network == policy.NetworkAll, job.HostUID, job.HostGID)
+	fail := func(err error) (*Sandbox, error) {
+		if c.Process != nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+		hostEnd.Close()
+		if cg != nil {
+			cg.remove()
+		}
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		// Say why, with the fix (Supported probes and explains).
+		if serr := Supported(); serr != nil {
+			return fail(serr)
+		}
+		return fail(fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err))
+	}
+	if cg != nil {
+		// The init waits for its start request before doing anything, so
+		// every process of the sandbox is born inside the groups.
+		if err := cg.add(c.Process.Pid); err != nil {
+			return fail(err)
+		}
+	}
+	fd, err := dupFD(hostEnd)
+	hostEnd.Close()
+	if err != nil {
+		return fail(err)
+	}
+	s := &Sandbox{pol: pol, conn: helper.NewConn(fd), init: c, cg: cg, pending: map[uint64]chan helper.Response{}, done: make(chan struct{})}
+	go s.readLoop()
+	go func() {
+		_ = c.Wait()
+		s.fail(errors.New("the sandbox's init exited"))
+	}()
+	res, err := s.call(ctx, helper.Request{Op: "start", Job: &job})
+	if err == nil {
+		err = res.Err.Error()
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func dupFD(f *os.File) (int, error) {
+	return unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+}
+
+// readLoop hands each response to the call waiting for it.
+func (s *Sandbox) readLoop() {
+	for {
+		var res helper.Response
+		files, err := s.conn.Recv(&res)
+		for _, f := range files {
+			f.Close()
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("the sandbox connection ended: %w", err))
+			return
+		}
+		s.mu.Lock()
+		ch := s.pending[res.ID]
+		delete(s.pending, res.ID)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- res
+		}
+	}
+}
+
+// fail ends every waiting call: the sandbox is gone.
+func (s *Sandbox) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead != nil {
+		return
+	}
+	s.dead = err
+	close(s.done)
+}
+
+// call sends req (with files) and waits for its response.
+func (s *Sandbox) call(ctx context.Context, req helper.Request, files ...*os.File) (helper.Response, error) {
+	req.ID = s.nextID.Add(1)
+	ch := make(chan helper.Response, 1)
+	s.mu.Lock()
+	if s.closed && req.Op != "start" {
+		s.mu.Unlock()
+		return helper.Response{}, sandbox.ErrClosed
+	}
+	if s.dead != nil {
+		s.mu.Unlock()
+		return helper.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
+	}
+	s.pending[req.ID] = ch
+	s.mu.Unlock()
+	if err := s.conn.Send(req, files...); err != nil {
+		return helper.Response{}, err
+	}
+	select {
+	case res := <-ch:
+		return res, nil
+	case <-s.done:
+		return helper.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
+	case <-ctx.Done():
+		if req.Op == "exec" {
+			_ = s.conn.Send(helper.Request{ID: s.nextID.Add(1), Op: "cancel", Target: req.ID})
+		}
+		return helper.Response{}, ctx.Err()
+	}
+}
+
+// Root is the policy's start directory, where relative paths resolve.
+func (s *Sandbox) Root() string { return s.pol.Dir }
+
+// Policy is the (normalized) policy the sandbox enforces.
+func (s *Sandbox) Policy() policy.Policy { return s.pol }
+
+// Read returns a file's content, read inside the sandbox.
+func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
+	data, _, err := s.ReadStat(ctx, p, 0)
+	return data, err
+}
+
+// ReadStat reads (at most max bytes when max > 0) and describes a file in
+// one round trip; the content comes through a pipe, not the socket.
+func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	defer r.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(r, sandbox.MaxFileSize+1))
+		got <- b
+	}()
+	res, err := s.call(ctx, helper.Request{Op: "read", Path: p, Max: max}, w)
+	w.Close() // the init's copy is closed after its answer; EOF follows
+	data := <-got
+	if err == nil {
+		err = res.Err.Error()
+	}
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	return data, *res.Info, nil
+}
+
+// Write replaces a file inside the sandbox (atomically, creating parents),
+// if the policy lets the sandbox write there.
+func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
+	if len(data) > sandbox.MaxFileSize {
+		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	go func() {
+		_, _ = w.Write(data)
+		w.Close()
+	}()
+	res, err := s.call(ctx, helper.Request{Op: "write", Path: p}, r)
+	r.Close()
+	if err != nil {
+		return err
+	}
+	return res.Err.Error()
+}
+
+// Stat describes a path inside the sandbox.
+func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
+	res, err := s.call(ctx, helper.Request{Op: "stat", Path: p})
+	if err == nil {
+		err = res.Err.Error()
+	}
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	return *res.Info, nil
+}
+
+// Glob matches inside the sandbox (see sandbox.Sandbox for the rules).
+func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
+	res, err := s.call(ctx, helper.Request{Op: "glob", Pattern: pattern})
+	if err == nil {
+		err = res.Err.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Files == nil {
+		res.Files = []string{}
+	}
+	return res.Files, nil
+}
+
+// Exec runs a command in the sandbox, in a PID namespace of its own: when
+// it ends, times out or is cancelled, everything it started ends too. The
+// environment is the policy's (default PATH, HOME, LANG) plus cmd.Env.
+func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	if cmd.Timeout == 0 {
+		cmd.Timeout = s.pol.Timeout
+	}
+	cmd, err := cmd.Validate()
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	defer jobR.Close()
-	defer jobW.Close()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return sandbox.Result{}, err
+	argv := cmd.Args
+	if cmd.Shell != "" {
+		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
-	defer statusR.Close()
-	defer statusW.Close()
+	spec := &helper.Job{Argv: argv, Dir: cmd.Dir, Env: sandbox.EnvList(sandbox.MergeEnv(baseEnv(s.pol), cmd.Env))}
 
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	tctx, cancel := context.WithTimeout(ctx, cmd.Timeout)
-	defer cancel()
-	c := exec.CommandContext(tctx, "/proc/self/exe")
-	c.Args = []string{helper.InitName}
-	c.Env = []string{}
-	c.Stdin = cmd.Stdin
-	c.Stdout = tee(stdout, cmd.Stdout)
-	c.Stderr = tee(stderr, cmd.Stderr)
-	c.ExtraFiles = []*os.File{jobR, statusW}
-	c.SysProcAttr = namespaces(job.Policy.Network == policy.NetworkAll, job.HostUID, job.HostGID)
-	// Killing the init kills the PID namespace: every process in it.
-	c.Cancel = func() error { return c.Process.Kill() }
-	c.WaitDelay = 5 * time.Second
-	// Memory and process limits go to control groups where hutch may
-	// create them; elsewhere the exec helper falls back to rlimits.
-	cg, cgErr := newCgroup(job.Policy.Limits)
-	if cg != nil {
-		defer cg.remove()
-		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
-	} else if cgErr != nil && job.Policy.Limits.Processes > 0 && os.Getuid() == 0 {
-		// The rlimit fallback does not count processes of the host's
-		// root: refuse rather than run unbounded.
-		return sandbox.Result{}, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
-	}
-	begin := time.Now()
-	if err := c.Start(); err != nil {
-		return sandbox.Result{}, fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err)
-	}
-	jobR.Close()
-	statusW.Close()
-	if cg != nil {
-		// The init waits for its job before starting anything, so every
-		// process of the sandbox is born inside the groups.
-		if err := cg.add(c.Process.Pid); err != nil {
-			_ = c.Process.Kill()
-			_ = c.Wait()
+	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
 			return sandbox.Result{}, err
 		}
+		defer r.Close()
+		defer w.Close()
+		pipes[i] = [2]*os.File{r, w}
 	}
-	if err := json.NewEncoder(jobW).Encode(job); err != nil {
-		_ = c.Process.Kill()
-		_ = c.Wait()
-		return sandbox.Result{}, fmt.Errorf("handing the job to the sandbox: %w", err)
+	var wg sync.WaitGroup
+	copyOut := func(dst io.Writer, src *os.File) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
 	}
-	jobW.Close()
-	werr := c.Wait()
-	var st helper.Status
-	statusData, _ := io.ReadAll(io.LimitReader(statusR, 1<<20))
-	haveStatus := json.Unmarshal(bytes.TrimSpace(statusData), &st) == nil
-	res := sandbox.Result{
+	wg.Add(2)
+	go copyOut(tee(stdout, cmd.Stdout), pipes[1][0])
+	go copyOut(tee(stderr, cmd.Stderr), pipes[2][0])
+	go func() {
+		if cmd.Stdin != nil {
+			_, _ = io.Copy(pipes[0][1], cmd.Stdin)
+		}
+		pipes[0][1].Close()
+	}()
+	var before [2]int64
+	if s.cg != nil {
+		before = s.cg.counts()
+	}
+	begin := time.Now()
+	res, err := s.call(ctx, helper.Request{Op: "exec", Job: spec, Timeout: cmd.Timeout.Milliseconds()}, pipes[0][0], pipes[1][1], pipes[2][1])
+	// Our copies of the child's ends: close them so the readers see EOF.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	if err != nil {
+		// Cancelled or the sandbox died: the readers end when the command
+		// does (the init kills it on cancel).
+		go wg.Wait()
+		return sandbox.Result{}, fmt.Errorf("isolated exec: %w", err)
+	}
+	if err := res.Err.Error(); err != nil {
+		wg.Wait()
+		return sandbox.Result{}, err
+	}
+	wg.Wait()
+	out := sandbox.Result{
 		Duration:        time.Since(begin),
 		Stdout:          stdout.Bytes(),
 		Stderr:          stderr.Bytes(),
@@ -166,30 +413,66 @@ func start(ctx context.Context, job helper.Job, cmd sandbox.Command) (sandbox.Re
 		StderrTruncated: stderr.Truncated(),
 		StdoutSize:      stdout.Total(),
 		StderrSize:      stderr.Total(),
+		TimedOut:        res.TimedOut,
 	}
-	switch {
-	case ctx.Err() != nil:
-		res.ExitCode, res.Signal = 128+int(unix.SIGKILL), "SIGKILL"
-		return res, fmt.Errorf("isolated exec: %w", ctx.Err())
-	case errors.Is(tctx.Err(), context.DeadlineExceeded) && !haveStatus:
-		res.ExitCode, res.Signal, res.TimedOut = 128+int(unix.SIGKILL), "SIGKILL", true
-		return res, nil
-	case haveStatus && st.SetupError != "":
-		return res, fmt.Errorf("%w: building the sandbox: %s", sandbox.ErrUnsupported, st.SetupError)
-	case !haveStatus:
-		return res, fmt.Errorf("the sandbox ended without a report (%v)", werr)
+	st := res.Status
+	if st == nil {
+		st = &helper.Status{}
 	}
-	res.ExitCode = st.ExitCode
+	out.ExitCode = st.ExitCode
 	if st.Signal != 0 {
-		res.ExitCode, res.Signal = 128+st.Signal, unix.SignalName(unix.Signal(st.Signal))
+		out.ExitCode, out.Signal = 128+st.Signal, unix.SignalName(unix.Signal(st.Signal))
 	}
-	if cg != nil {
-		res.Limit = cg.hit()
+	if out.TimedOut {
+		return out, nil
 	}
-	if res.Limit == "" {
-		res.Limit = limitFor(res, st, job.Policy.Limits)
+	if s.cg != nil {
+		out.Limit = s.cg.hitSince(before)
 	}
-	return res, nil
+	if out.Limit == "" {
+		out.Limit = limitFor(out, *st, s.pol.Limits)
+	}
+	return out, nil
+}
+
+// Supports reports every capability: files and a shell.
+func (s *Sandbox) Supports(c sandbox.Capability) bool {
+	switch c {
+	case sandbox.CapRead, sandbox.CapWrite, sandbox.CapGlob, sandbox.CapStat, sandbox.CapShell:
+		return true
+	}
+	return false
+}
+
+// Instructions describe the sandbox to a model, from its policy.
+func (s *Sandbox) Instructions() string {
+	return "You run inside an isolated sandbox on this machine (kernel namespaces, no capabilities). " + s.pol.Summary()
+}
+
+// Environment probes inside the sandbox (memoized per command list).
+func (s *Sandbox) Environment(ctx context.Context, commands ...string) sandbox.Environment {
+	return s.prober.Probe(ctx, s, commands)
+}
+
+// Close ends the sandbox: its init and everything in it are killed, the
+// control groups removed. It is idempotent.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.init.Process != nil {
+		_ = s.init.Process.Kill() // PID 1: the whole namespace goes
+	}
+	<-s.done
+	_ = s.conn.Close()
+	if s.cg != nil {
+		s.cg.remove()
+	}
+	return nil
 }
 
 // limitFor names the rlimit behind a command's end, when one is: the

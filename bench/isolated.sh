@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# One-shot start-up cost of the isolated tier (hutch run -- /bin/true) against
+# bubblewrap with an mxc-like read-only root, Anthropic's sandbox-runtime (srt)
+# and a bare fork+exec of /bin/true, side by side in one run. Every contender
+# is timed by the same program (bench/timecmd: os/exec, sequential runs, wall
+# time from fork to wait) from the same empty working directory.
+# Usage: bench/isolated.sh [N] [N_SRT]   (default 200 runs each, 20 for srt)
+# Needs: Go; root (or sudo) for apt-get when bwrap, socat or rg is missing;
+# node and npm (the npm registry, the first time) for srt, which is reported
+# as not run rather than failing the script when it cannot run here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+n=${1:-200}
+n_srt=${2:-20}
+SRT_VERSION=0.0.83 # keep in step with bench/.srt/package.json
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Debian packages: bubblewrap for the baseline, socat and ripgrep for srt.
+missing=()
+for pair in bwrap:bubblewrap socat:socat rg:ripgrep; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/cwd" # every contender starts here: empty, so srt scans nothing
+CGO_ENABLED=0 go build -o "$tmp/hutch" ./cmd/hutch
+go build -o "$tmp/timecmd" ./bench/timecmd
+
+# bubblewrap, mxc-like: everything unshared, /usr and /etc read-only, fresh
+# /proc, /dev and /tmp. The top-level /bin, /lib* and /sbin follow this host:
+# a symlink (merged /usr, as on Debian 12) is recreated, a directory is bound
+# read-only.
+bwrap_cmd=(bwrap --unshare-all --die-with-parent --new-session
+  --ro-bind /usr /usr --ro-bind /etc /etc)
+for d in /bin /sbin /lib /lib32 /lib64 /libx32; do
+  if [ -L "$d" ]; then
+    bwrap_cmd+=(--symlink "$(readlink "$d")" "$d")
+  elif [ -d "$d" ]; then
+    bwrap_cmd+=(--ro-bind "$d" "$d")
+  fi
+done
+bwrap_cmd+=(--proc /proc --dev /dev --tmpfs /tmp /bin/true)
+
+# srt, pinned in bench/.srt (npm ci when node_modules is missing or older than
+# the lock file). Settings: no network, no writes beyond srt's defaults.
+srt_bin=$repo/bench/.srt/node_modules/.bin/srt
+srt_skip=""
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  srt_skip="not run: node or npm missing"
+elif [ ! -f bench/.srt/node_modules/.package-lock.json ] ||
+  [ bench/.srt/package-lock.json -nt bench/.srt/node_modules/.package-lock.json ]; then
+  if ! npm ci --prefix bench/.srt --no-audit --no-fund --loglevel=error >"$tmp/npm.log" 2>&1; then
+    srt_skip="not run: npm ci failed: $(tail -n 1 "$tmp/npm.log")"
+  fi
+fi
+cat >"$tmp/srt-settings.json" <<'EOF'
+{
+  "network": {"allowedDomains": [], "deniedDomains": []},
+  "filesystem": {"denyRead": [], "allowWrite": [], "denyWrite": []}
+}
+EOF
+srt_cmd=("$srt_bin" --settings "$tmp/srt-settings.json" -c /bin/true)
+
+# measure NAME RUNS WARMUP CMD...: stores timecmd's line, or why it failed.
+declare -A result failed
+measure() {
+  local name=$1 runs=$2 warmup=$3 out
+  shift 3
+  if out=$(cd "$tmp/cwd" && "$tmp/timecmd" -n "$runs" -warmup "$warmup" -- "$@" 2>&1); then
+    result[$name]=$out
+  else
+    failed[$name]=$(printf '%s' "$out" | tail -n 1 | cut -c1-200)
+  fi
+}
+
+echo "== timing (fork+exec, hutch, bwrap: $n runs each; srt: $n_srt)" >&2
+measure fork "$n" 3 /bin/true
+measure hutch "$n" 3 "$tmp/hutch" run -- /bin/true
+measure bwrap "$n" 3 "${bwrap_cmd[@]}"
+if [ -n "$srt_skip" ]; then
+  failed[srt]=$srt_skip
+else
+  measure srt "$n_srt" 1 "${srt_cmd[@]}"
+fi
+
+# Versions and host.
+. /etc/os-release
+srt_ver=$( [ -x "$srt_bin" ] && "$srt_bin" --version 2>/dev/null || echo "not installed")
+node_ver=$(node -v 2>/dev/null || echo none)
+echo "host      $PRETTY_NAME, kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "hutch     $("$tmp/hutch" version) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
+echo "bwrap     $(bwrap --version)"
+echo "srt       @anthropic-ai/sandbox-runtime $srt_ver on node $node_ver (package asks node >=22.12)"
+echo
+
+med() { local a; read -r _ a _ <<<"${result[$1]}"; echo "$a"; }
+printf 'one-shot /bin/true, wall time per run from fork to wait (ms)\n'
+printf '%-18s %5s %8s %8s %8s %8s   %-12s %s\n' "" runs median mean min max "vs fork+exec" "vs bwrap"
+row() { # row KEY LABEL
+  local key=$1 label=$2
+  if [ -n "${result[$key]:-}" ]; then
+    local m avg lo hi cnt
+    read -r _ m _ avg _ lo _ hi _ _ cnt _ <<<"${result[$key]}"
+    local vf="-" vb="-"
+    [ -n "${result[fork]:-}" ] && vf=$(awk -v a="$m" -v b="$(med fork)" 'BEGIN { printf "%.1fx", a / b }')
+    [ -n "${result[bwrap]:-}" ] && vb=$(awk -v a="$m" -v b="$(med bwrap)" 'BEGIN { printf "%.2fx", a / b }')
+    printf '%-18s %5s %8s %8s %8s %8s   %-12s %s\n' "$label" "$cnt" "$m" "$avg" "$lo" "$hi" "$vf" "$vb"
+  else
+    printf '%-18s %s\n' "$label" "${failed[$key]}"
+  fi
+}
+row fork "fork+exec"
+row hutch "hutch run"
+row bwrap "bwrap (mxc-like)"
+row srt "srt -c /bin/true"
+echo "warm exec in an existing sandbox: not measured: hutch has no persistent session yet (each hutch run builds a new sandbox)"
+
+if [ -n "${result[hutch]:-}" ] && [ -n "${result[bwrap]:-}" ]; then
+  awk -v h="$(med hutch)" -v b="$(med bwrap)" 'BEGIN {
+    verdict = (h <= b) ? "met" : "missed"
+    printf "target: hutch one-shot no slower than bubblewrap: %s (median %.3f ms vs %.3f ms, %.2fx)\n", verdict, h, b, h / b
+  }'
+else
+  echo "target: hutch one-shot no slower than bubblewrap: unknown (a contender failed)"
+fi
+
+# A failed hutch, bwrap or fork+exec run fails the script; srt only reports.
+for key in fork hutch bwrap; do
+  if [ -n "${failed[$key]:-}" ]; then exit 1; fi
+done

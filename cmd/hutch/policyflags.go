@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hutchsandbox/hutch/policy"
+)
+
+// policyFlags are the isolated tier's policy flags, shared by run and mcp.
+type policyFlags struct {
+	file              string
+	read, write, deny []string
+	network           string
+	memory, fileSize  string
+	cpuTime           time.Duration
+	pids, nice        int
+}
+
+var policyFlagNames = []string{"policy", "read", "write", "deny", "network", "memory", "cpu-time", "pids", "file-size", "nice"}
+
+func (p *policyFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&p.file, "policy", "", "isolated: start from this YAML policy instead of the default one")
+	fl.StringArrayVar(&p.read, "read", nil, "isolated: let the command read PATH (repeatable)")
+	fl.StringArrayVar(&p.write, "write", nil, "isolated: let the command change PATH (repeatable)")
+	fl.StringArrayVar(&p.deny, "deny", nil, "isolated: hide PATH even inside a readable or writable path (repeatable)")
+	fl.StringVar(&p.network, "network", "", "isolated: none (default) or all")
+	fl.StringVar(&p.memory, "memory", "", "isolated: memory limit, e.g. 512M")
+	fl.DurationVar(&p.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
+	fl.IntVar(&p.pids, "pids", 0, "isolated: at most N processes")
+	fl.StringVar(&p.fileSize, "file-size", "", "isolated: largest file the command may write, e.g. 1G")
+	fl.IntVar(&p.nice, "nice", 0, "isolated: lower the priority (0-19)")
+}
+
+func policyFlagsSet(fl *pflag.FlagSet) bool { return slices.ContainsFunc(policyFlagNames, fl.Changed) }
+
+// build is the default policy (or --policy FILE) widened by the flags;
+// dir and timeout, when set, become the policy's.
+func (p *policyFlags) build(fl *pflag.FlagSet, dir string, timeout time.Duration) (policy.Policy, error) {
+	base := policy.Default()
+	if p.file != "" {
+		var err error
+		if base, err = policy.Load(p.file); err != nil {
+			return base, err
+		}
+	}
+	q := policy.Policy{Read: p.read, Write: p.write, Deny: p.deny, Network: policy.Network(p.network), Dir: dir, Nice: p.nice, Timeout: timeout}
+	q.Limits.CPUTime, q.Limits.Processes = p.cpuTime, p.pids
+	for _, s := range []struct {
+		flag, val string
+		dst       *policy.Size
+	}{{"memory", p.memory, &q.Limits.Memory}, {"file-size", p.fileSize, &q.Limits.FileSize}} {
+		if !fl.Changed(s.flag) {
+			continue
+		}
+		v, err := policy.ParseSize(s.val)
+		if err != nil {
+			return base, fmt.Errorf("--%s: %v", s.flag, err)
+		}
+		*s.dst = v
+	}
+	return base.Extend(q), nil
+}

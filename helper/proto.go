@@ -1,0 +1,192 @@
+package helper
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// The host and the sandbox's init talk over one SOCK_SEQPACKET socket pair:
+// each message is one JSON record (so message boundaries are the kernel's),
+// and file contents and command streams travel through pipes whose ends
+// ride along as SCM_RIGHTS. Control records stay small; data never goes
+// through JSON.
+
+// MaxRecord bounds one control record (a command line and its environment
+// included).
+const MaxRecord = 1 << 20
+
+// Request is one operation the host asks of the init.
+type Request struct {
+	ID      uint64    `json:"id"`
+	Op      string    `json:"op"` // start, read, write, stat, glob, exec, cancel
+	Path    string    `json:"path,omitempty"`
+	Max     int64     `json:"max,omitempty"`
+	Pattern string    `json:"pattern,omitempty"`
+	Job     *Job      `json:"job,omitempty"`     // start: the sandbox; exec: the command
+	Timeout int64     `json:"timeout,omitempty"` // exec, in milliseconds
+	Target  uint64    `json:"target,omitempty"`  // cancel: the exec's request id
+	Sent    time.Time `json:"-"`
+}
+
+// Response answers the Request with the same ID.
+type Response struct {
+	ID       uint64            `json:"id"`
+	Err      *WireError        `json:"err,omitempty"`
+	Info     *sandbox.FileInfo `json:"info,omitempty"`
+	Files    []string          `json:"files,omitempty"`
+	Status   *Status           `json:"status,omitempty"`
+	TimedOut bool              `json:"timed_out,omitempty"`
+}
+
+// WireError carries a sandbox error across the boundary so that errors.Is
+// still works on the host.
+type WireError struct {
+	Kind string `json:"kind"`
+	Msg  string `json:"msg"`
+}
+
+var errKinds = []struct {
+	kind string
+	err  error
+}{
+	{"escape", sandbox.ErrEscape}, {"not_found", sandbox.ErrNotFound}, {"invalid_path", sandbox.ErrInvalidPath},
+	{"is_dir", sandbox.ErrIsDir}, {"not_dir", sandbox.ErrNotDir}, {"too_large", sandbox.ErrTooLarge},
+	{"unsupported", sandbox.ErrUnsupported}, {"config", sandbox.ErrConfig}, {"closed", sandbox.ErrClosed},
+}
+
+// ToWire describes err for the host.
+func ToWire(err error) *WireError {
+	if err == nil {
+		return nil
+	}
+	for _, k := range errKinds {
+		if errors.Is(err, k.err) {
+			return &WireError{Kind: k.kind, Msg: err.Error()}
+		}
+	}
+	return &WireError{Kind: "other", Msg: err.Error()}
+}
+
+// Error turns the wire form back into an error matching the same sentinel.
+func (w *WireError) Error() error {
+	if w == nil {
+		return nil
+	}
+	for _, k := range errKinds {
+		if k.kind == w.Kind {
+			return &remoteError{msg: w.Msg, is: k.err}
+		}
+	}
+	return errors.New(w.Msg)
+}
+
+type remoteError struct {
+	msg string
+	is  error
+}
+
+func (e *remoteError) Error() string        { return e.msg }
+func (e *remoteError) Is(target error) bool { return target == e.is || errors.Is(e.is, target) }
+
+// Conn is one end of the socket pair. Send is safe for concurrent use;
+// Recv is for one reader.
+type Conn struct {
+	fd  int
+	wmu sync.Mutex
+	buf []byte
+	oob []byte
+}
+
+// NewConn wraps a SOCK_SEQPACKET socket.
+func NewConn(fd int) *Conn {
+	return &Conn{fd: fd, buf: make([]byte, MaxRecord), oob: make([]byte, unix.CmsgSpace(8*4))}
+}
+
+// SocketPair makes a connected pair, close-on-exec.
+func SocketPair() (host, sandbox *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "hutch-host"), os.NewFile(uintptr(fds[1]), "hutch-sandbox"), nil
+}
+
+// Send writes one record, passing files along (they stay open here).
+func (c *Conn) Send(v any, files ...*os.File) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > MaxRecord {
+		return fmt.Errorf("%w: request of %d bytes is over %d (a command line or environment too long?)", sandbox.ErrTooLarge, len(b), MaxRecord)
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for {
+		err = unix.Sendmsg(c.fd, b, oob, nil, 0)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// Recv reads one record into v and returns the files that came with it.
+func (c *Conn) Recv(v any) ([]*os.File, error) {
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fs.ErrClosed // the other end went away
+	}
+	var files []*os.File
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(c.oob[:oobn])
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			fds, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				files = append(files, os.NewFile(uintptr(fd), "passed"))
+			}
+		}
+	}
+	if err := json.Unmarshal(c.buf[:n], v); err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, fmt.Errorf("bad record: %w", err)
+	}
+	return files, nil
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return unix.Close(c.fd) }

@@ -1,0 +1,202 @@
+package helper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/local"
+)
+
+// server answers the host's requests inside the sandbox. File operations
+// act through a local-tier guard rooted at the policy's start directory,
+// inside the sandbox's own filesystem view, so the policy governs a
+// write_file exactly as it governs a command's writes. Each command runs
+// in a PID namespace of its own, so it and everything it started end
+// together.
+type server struct {
+	conn  *Conn
+	job   Job
+	files *local.Sandbox
+	mu    sync.Mutex
+	execs map[uint64]*exec.Cmd
+}
+
+func serve(conn *Conn, job Job) {
+	files, err := local.New(job.Policy.Dir, local.Options{})
+	if err != nil {
+		_ = conn.Send(Response{Err: ToWire(err)})
+		return
+	}
+	s := &server{conn: conn, job: job, files: files, execs: map[uint64]*exec.Cmd{}}
+	for {
+		var req Request
+		passed, err := conn.Recv(&req)
+		if err != nil {
+			return // the host closed the socket: the sandbox ends
+		}
+		go s.handle(req, passed)
+	}
+}
+
+func (s *server) handle(req Request, passed []*os.File) {
+	defer closeFiles(passed)
+	ctx := context.Background()
+	res := Response{ID: req.ID}
+	var err error
+	switch req.Op {
+	case "read":
+		err = s.read(ctx, req, passed, &res)
+	case "write":
+		err = s.write(ctx, req, passed)
+	case "stat":
+		var fi sandbox.FileInfo
+		if fi, err = s.files.Stat(ctx, req.Path); err == nil {
+			res.Info = &fi
+		}
+	case "glob":
+		res.Files, err = s.files.Glob(ctx, req.Pattern)
+	case "exec":
+		err = s.exec(req, passed, &res)
+	case "cancel":
+		s.mu.Lock()
+		if c := s.execs[req.Target]; c != nil && c.Process != nil {
+			_ = c.Process.Kill()
+		}
+		s.mu.Unlock()
+	default:
+		err = fmt.Errorf("unknown operation %q", req.Op)
+	}
+	res.Err = ToWire(err)
+	_ = s.conn.Send(res)
+}
+
+// read streams the file into the pipe the host passed.
+func (s *server) read(ctx context.Context, req Request, passed []*os.File, res *Response) error {
+	if len(passed) != 1 {
+		return errors.New("read needs one pipe")
+	}
+	data, fi, err := s.files.ReadStat(ctx, req.Path, req.Max)
+	if err != nil {
+		return err
+	}
+	res.Info = &fi
+	_, err = passed[0].Write(data)
+	return err
+}
+
+// write takes the content from the pipe the host passed.
+func (s *server) write(ctx context.Context, req Request, passed []*os.File) error {
+	if len(passed) != 1 {
+		return errors.New("write needs one pipe")
+	}
+	data, err := io.ReadAll(io.LimitReader(passed[0], sandbox.MaxFileSize+1))
+	if err != nil {
+		return err
+	}
+	if len(data) > sandbox.MaxFileSize {
+		return sandbox.PathError("write", req.Path, sandbox.ErrTooLarge)
+	}
+	return s.files.Write(ctx, req.Path, data)
+}
+
+// exec runs one command through the exec helper, as PID 1 of a new PID
+// namespace, with the three pipes the host passed as its standard streams.
+func (s *server) exec(req Request, passed []*os.File, res *Response) error {
+	if len(passed) != 3 || req.Job == nil || len(req.Job.Argv) == 0 {
+		return errors.New("exec needs a command and three pipes")
+	}
+	dir := req.Job.Dir
+	if dir == "" {
+		dir = "."
+	}
+	fi, err := s.files.Stat(context.Background(), dir)
+	switch {
+	case err != nil:
+		return err
+	case fi.Kind != sandbox.KindDir:
+		return sandbox.PathError("exec", dir, sandbox.ErrNotDir)
+	}
+	job := s.job
+	job.Argv, job.Env, job.Dir = req.Job.Argv, req.Job.Env, path.Join(s.files.Root(), fi.Path)
+
+	jobR, jobW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer jobR.Close()
+	defer jobW.Close()
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer stR.Close()
+	defer stW.Close()
+	c := exec.Command("/proc/self/exe")
+	c.Args = []string{ExecName}
+	c.Dir = job.Dir
+	c.Env = []string{}
+	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], passed[2]
+	c.ExtraFiles = []*os.File{jobR, stW}
+	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID, Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := c.Start(); err != nil {
+		return fmt.Errorf("starting the command: %w", err)
+	}
+	jobR.Close()
+	stW.Close()
+	closeFiles(passed) // the child has its copies: EOF reaches the host when it ends
+	s.mu.Lock()
+	s.execs[req.ID] = c
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.execs, req.ID)
+		s.mu.Unlock()
+	}()
+	_ = json.NewEncoder(jobW).Encode(job)
+	jobW.Close()
+
+	var timer *time.Timer
+	timedOut := make(chan struct{})
+	if req.Timeout > 0 {
+		timer = time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() {
+			close(timedOut)
+			_ = c.Process.Kill() // PID 1 of its namespace: everything goes
+		})
+	}
+	werr := c.Wait()
+	if timer != nil {
+		timer.Stop()
+	}
+	select {
+	case <-timedOut:
+		res.TimedOut = true
+	default:
+	}
+	var st Status
+	if b, _ := io.ReadAll(io.LimitReader(stR, 1<<16)); json.Unmarshal(b, &st) == nil {
+		res.Status = &st
+		return nil
+	}
+	// No report: the exec helper itself was killed (timeout, cancel, a
+	// limit) before the command ended.
+	st = Status{Exited: false, Signal: int(syscall.SIGKILL)}
+	if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		st.Signal = int(ws.Signal())
+	} else if werr == nil {
+		st = Status{Exited: true, ExitCode: c.ProcessState.ExitCode()}
+	}
+	res.Status = &st
+	return nil
+}
