@@ -122,7 +122,18 @@ row fork "fork+exec"
 row hutch "hutch run"
 row bwrap "bwrap (mxc-like)"
 row srt "srt -c /bin/true"
-echo "warm exec in an existing sandbox: not measured: hutch has no persistent session yet (each hutch run builds a new sandbox)"
+# Warm exec: /bin/true in an existing sandbox (the session's setup paid
+# once), against a bare fork+exec, both in one go test process.
+warm=$(CGO_ENABLED=0 go test -run '^$' -bench '^Benchmark(ForkExec|WarmExec)$' -benchtime "${n}x" ./sandbox/isolated/ | grep '^Benchmark')
+echo
+echo "warm exec in an existing sandbox vs bare fork+exec (go test -bench, $n runs each)"
+echo "$warm" | awk '
+  /^BenchmarkForkExec/ { fe = $3 }
+  /^BenchmarkWarmExec/ { we = $3 }
+  END {
+    printf "fork+exec          %8.3f ms/run\n", fe / 1e6
+    printf "warm exec (hutch)  %8.3f ms/run   ratio %.1fx   target: within 2x: %s\n", we / 1e6, we / fe, (we <= 2 * fe) ? "met" : "missed"
+  }'
 
 if [ -n "${result[hutch]:-}" ] && [ -n "${result[bwrap]:-}" ]; then
   awk -v h="$(med hutch)" -v b="$(med bwrap)" 'BEGIN {

@@ -28,33 +28,43 @@ import (
 func execMain() int {
 	runtime.LockOSThread() // capabilities are per thread: fork from this one
 	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
-	report := func(st Status) int {
-		_ = json.NewEncoder(statusFile).Encode(st)
-		return 0
-	}
 	job, err := decodeJob(jobFile)
 	jobFile.Close()
 	if err != nil {
 		return fail(125, "hutch: %v", err)
 	}
+	st, err := runConfined(job, os.Stdin, os.Stdout, os.Stderr)
+	if err != nil {
+		return fail(125, "hutch: %v", err)
+	}
+	_ = json.NewEncoder(statusFile).Encode(st)
+	return 0
+}
+
+// runConfined confines the calling thread (which the caller has locked),
+// starts the command from it with the given standard streams, reaps every
+// process that comes to it (as a PID 1 does) and returns the command's
+// status. A program that cannot be found or run gets the shell's 127 or
+// 126 and a line on stderr; err is for a sandbox that could not be set up.
+func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 	prog, code, err := lookPath(job)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return report(Status{Exited: true, ExitCode: code})
+		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
+		return Status{Exited: true, ExitCode: code}, nil
 	}
 	if err := confine(job); err != nil {
-		return fail(125, "hutch: confining the command: %v", err)
+		return Status{}, fmt.Errorf("confining the command: %w", err)
 	}
 	cmd := exec.Command(prog)
-	cmd.Args, cmd.Env = job.Argv, job.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Args, cmd.Env, cmd.Dir = job.Argv, job.Env, job.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	if err := cmd.Start(); err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
 			code = 127
 		}
-		fmt.Fprintf(os.Stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return report(Status{Exited: true, ExitCode: code})
+		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
+		return Status{Exited: true, ExitCode: code}, nil
 	}
 	// Reap everything (orphans come to PID 1); report the command itself.
 	for {
@@ -65,7 +75,7 @@ func execMain() int {
 			continue
 		}
 		if err != nil {
-			return fail(125, "hutch: waiting: %v", err)
+			return Status{}, fmt.Errorf("waiting: %w", err)
 		}
 		if pid != cmd.Process.Pid {
 			continue
@@ -75,7 +85,7 @@ func execMain() int {
 		if ws.Signaled() {
 			st.Signal = int(ws.Signal())
 		}
-		return report(st)
+		return st, nil
 	}
 }
 

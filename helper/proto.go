@@ -26,15 +26,19 @@ const MaxRecord = 1 << 20
 
 // Request is one operation the host asks of the init.
 type Request struct {
-	ID      uint64    `json:"id"`
-	Op      string    `json:"op"` // start, read, write, stat, glob, exec, cancel
-	Path    string    `json:"path,omitempty"`
-	Max     int64     `json:"max,omitempty"`
-	Pattern string    `json:"pattern,omitempty"`
-	Job     *Job      `json:"job,omitempty"`     // start: the sandbox; exec: the command
-	Timeout int64     `json:"timeout,omitempty"` // exec, in milliseconds
-	Target  uint64    `json:"target,omitempty"`  // cancel: the exec's request id
-	Sent    time.Time `json:"-"`
+	ID      uint64 `json:"id"`
+	Op      string `json:"op"` // start, read, write, stat, glob, exec, cancel
+	Path    string `json:"path,omitempty"`
+	Max     int64  `json:"max,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+	Job     *Job   `json:"job,omitempty"`     // start: the sandbox; exec: the command
+	Timeout int64  `json:"timeout,omitempty"` // exec, in milliseconds
+	Target  uint64 `json:"target,omitempty"`  // cancel: the exec's request id
+	// Final, on an exec, says it is the sandbox's only command (a one-shot
+	// run): the init confines itself and runs it directly, sparing one
+	// process start, and the sandbox ends with it.
+	Final bool      `json:"final,omitempty"`
+	Sent  time.Time `json:"-"`
 }
 
 // Response answers the Request with the same ID.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -111,6 +112,26 @@ func (s *server) write(ctx context.Context, req Request, passed []*os.File) erro
 	return s.files.Write(ctx, req.Path, data)
 }
 
+// final runs a one-shot sandbox's only command from the init itself:
+// confined on this (locked) thread, reaped by the init as PID 1, with the
+// timeout enforced here. Afterwards the init is of no further use: the
+// host closes the sandbox, which ends it.
+func (s *server) final(job Job, req Request, passed []*os.File, res *Response) error {
+	runtime.LockOSThread() // never unlocked: the thread dies with the init
+	if req.Timeout > 0 {
+		time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() {
+			_ = s.conn.Send(Response{ID: req.ID, TimedOut: true, Status: &Status{Signal: int(syscall.SIGKILL)}})
+			os.Exit(0) // PID 1 leaves: the kernel kills the rest
+		})
+	}
+	st, err := runConfined(job, passed[0], passed[1], passed[2])
+	if err != nil {
+		return err
+	}
+	res.Status = &st
+	return nil
+}
+
 // exec runs one command through the exec helper, as PID 1 of a new PID
 // namespace, with the three pipes the host passed as its standard streams.
 func (s *server) exec(req Request, passed []*os.File, res *Response) error {
@@ -130,6 +151,9 @@ func (s *server) exec(req Request, passed []*os.File, res *Response) error {
 	}
 	job := s.job
 	job.Argv, job.Env, job.Dir = req.Job.Argv, req.Job.Env, path.Join(s.files.Root(), fi.Path)
+	if req.Final {
+		return s.final(job, req, passed, res)
+	}
 
 	jobR, jobW, err := os.Pipe()
 	if err != nil {

@@ -60,7 +60,7 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 		return sandbox.Result{}, err
 	}
 	defer sb.Close()
-	return sb.Exec(ctx, cmd)
+	return sb.exec(ctx, cmd, true)
 }
 
 // baseEnv is the policy's environment, or PATH, HOME and LANG.
@@ -345,6 +345,11 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 // it ends, times out or is cancelled, everything it started ends too. The
 // environment is the policy's (default PATH, HOME, LANG) plus cmd.Env.
 func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	return s.exec(ctx, cmd, false)
+}
+
+// exec runs cmd; final marks a one-shot sandbox's only command.
+func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sandbox.Result, error) {
 	if cmd.Timeout == 0 {
 		cmd.Timeout = s.pol.Timeout
 	}
@@ -389,7 +394,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 		before = s.cg.counts()
 	}
 	begin := time.Now()
-	res, err := s.call(ctx, helper.Request{Op: "exec", Job: spec, Timeout: cmd.Timeout.Milliseconds()}, pipes[0][0], pipes[1][1], pipes[2][1])
+	res, err := s.call(ctx, helper.Request{Op: "exec", Job: spec, Timeout: cmd.Timeout.Milliseconds(), Final: final}, pipes[0][0], pipes[1][1], pipes[2][1])
 	// Our copies of the child's ends: close them so the readers see EOF.
 	pipes[0][0].Close()
 	pipes[1][1].Close()
