@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // execMain runs inside the finished sandbox as PID 1 of a PID namespace of
@@ -28,6 +28,8 @@ import (
 func execMain() int {
 	runtime.LockOSThread() // capabilities are per thread: fork from this one
 	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
+	// fd 4, like every other inherited descriptor, is close-on-exec (Main
+	// saw to it): the command cannot forge its status.
 	job, err := decodeJob(jobFile)
 	jobFile.Close()
 	if err != nil {
@@ -47,8 +49,17 @@ func execMain() int {
 // status. A program that cannot be found or run gets the shell's 127 or
 // 126 and a line on stderr; err is for a sandbox that could not be set up.
 func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
-	prog, code, err := lookPath(job)
+	pathEnv := sandbox.DefaultPath
+	for _, kv := range job.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	prog, code, err := sandbox.LookPath(job.Argv[0], pathEnv, job.Dir)
 	if err != nil {
+		if code == 127 {
+			err = errors.New("command not found")
+		}
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
 		return Status{Exited: true, ExitCode: code}, nil
 	}
@@ -92,52 +103,6 @@ func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 func fail(code int, format string, args ...any) int {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
 	return code
-}
-
-// lookPath finds the program in the command's own PATH, as a shell would:
-// 127 when it is missing, 126 when it cannot be executed.
-func lookPath(job Job) (string, int, error) {
-	name := job.Argv[0]
-	if strings.Contains(name, "/") {
-		return name, 126, executable(name)
-	}
-	path := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range job.Env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	var firstErr error
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		err := executable(p)
-		if err == nil {
-			return p, 0, nil
-		}
-		if firstErr == nil && !errors.Is(err, os.ErrNotExist) {
-			firstErr = err
-		}
-	}
-	if firstErr != nil {
-		return "", 126, firstErr
-	}
-	return "", 127, errors.New("command not found")
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return os.ErrNotExist
-	case err != nil:
-		return err
-	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
-		return errors.New("permission denied (not executable)")
-	}
-	return nil
 }
 
 // confine applies every layer that works per process, in an order where

@@ -36,7 +36,12 @@ var ready atomic.Bool
 
 // Main runs the helper role this process was started for, and never
 // returns in that case. Otherwise it returns and Ready reports true.
+//
+// Either way it first marks every inherited descriptor above 2 close-on-
+// exec: whatever the parent left open (a terminal, a pipe, a socket) must
+// not leak into a command that hutch runs, in any tier.
 func Main() {
+	closeInheritedOnExec()
 	if len(os.Args) > 0 {
 		switch os.Args[0] {
 		case InitName:

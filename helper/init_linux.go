@@ -19,6 +19,8 @@ import (
 // closes the socket or kills it. When it exits the kernel kills whatever
 // is left in the PID namespace.
 func initMain() int {
+	// The control socket (closeInheritedOnExec, run by Main, marked it)
+	// must never reach a command the init starts.
 	conn := NewConn(3)
 	var req Request
 	files, err := conn.Recv(&req)

@@ -416,6 +416,36 @@ func TestTimeoutKillsDaemons(t *testing.T) {
 	}
 }
 
+// The command holds only its three standard streams: not the control
+// socket, not the status pipe (which would let it forge its own result).
+func TestNoLeakedDescriptors(t *testing.T) {
+	e := newEnv(t)
+	check := func(what string, r sandbox.Result) {
+		t.Helper()
+		fds := strings.Fields(string(r.Stdout))
+		for _, fd := range fds {
+			if fd != "0" && fd != "1" && fd != "2" && fd != "3" { // 3: ls's own directory (the lowest free)
+				t.Errorf("%s: the command holds fd %s: %q", what, fd, r.Stdout)
+			}
+		}
+	}
+	check("one-shot", e.run(t, sh("ls /proc/self/fd")))
+	sb, err := isolated.New(bg, e.pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	r, err := sb.Exec(bg, sh("ls /proc/self/fd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("session", r)
+	r, _ = sb.Exec(bg, sh(`printf '{"exited":true,"exit_code":0}\n' >&4; exit 3`))
+	if r.ExitCode != 3 {
+		t.Errorf("a command forged its status: %+v", r)
+	}
+}
+
 func TestSecretsInParentEnvironment(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("HUTCH_TEST_SECRET", "s3cret")

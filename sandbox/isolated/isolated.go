@@ -22,7 +22,6 @@ package isolated
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,9 +38,6 @@ import (
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
-
-// defaultPath is the command's PATH when the policy sets no environment.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Run executes cmd once in a fresh sandbox built from pol, and tears the
 // sandbox down. pol is normalized against the current directory (relative
@@ -68,7 +64,7 @@ func baseEnv(pol policy.Policy) map[string]string {
 	if pol.Env != nil {
 		return pol.Env
 	}
-	env := map[string]string{"PATH": defaultPath, "HOME": pol.Dir}
+	env := map[string]string{"PATH": sandbox.DefaultPath, "HOME": pol.Dir}
 	if v := os.Getenv("LANG"); v != "" {
 		env["LANG"] = v
 	}
@@ -170,11 +166,8 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 		return fail(err)
 	}
 	s := &Sandbox{pol: pol, conn: helper.NewConn(fd), init: c, cg: cg, pending: map[uint64]chan helper.Response{}, done: make(chan struct{})}
-	go s.readLoop()
-	go func() {
-		_ = c.Wait()
-		s.fail(errors.New("the sandbox's init exited"))
-	}()
+	go s.readLoop() // ends the session at EOF, after every queued answer
+	go func() { _ = c.Wait() }()
 	res, err := s.call(ctx, helper.Request{Op: "start", Job: &job})
 	if err == nil {
 		err = res.Err.Error()
@@ -199,7 +192,7 @@ func (s *Sandbox) readLoop() {
 			f.Close()
 		}
 		if err != nil {
-			s.fail(fmt.Errorf("the sandbox connection ended: %w", err))
+			s.fail(fmt.Errorf("the sandbox's init is gone: %w", err))
 			return
 		}
 		s.mu.Lock()
@@ -381,8 +374,8 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		_, _ = io.Copy(dst, src)
 	}
 	wg.Add(2)
-	go copyOut(tee(stdout, cmd.Stdout), pipes[1][0])
-	go copyOut(tee(stderr, cmd.Stderr), pipes[2][0])
+	go copyOut(stdout.Tee(cmd.Stdout), pipes[1][0])
+	go copyOut(stderr.Tee(cmd.Stderr), pipes[2][0])
 	go func() {
 		if cmd.Stdin != nil {
 			_, _ = io.Copy(pipes[0][1], cmd.Stdin)
@@ -509,13 +502,6 @@ func saysOutOfMemory(stderr []byte) bool {
 		}
 	}
 	return false
-}
-
-func tee(capture *sandbox.TailBuffer, live io.Writer) io.Writer {
-	if live == nil {
-		return capture
-	}
-	return io.MultiWriter(capture, live)
 }
 
 // namespaces are the clone settings of the sandbox's init: every namespace,

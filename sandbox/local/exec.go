@@ -17,12 +17,9 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-// defaultPath is the PATH a command gets when hutch itself has none.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // baseEnv is PATH, HOME and LANG from hutch's environment; nothing else.
 func baseEnv() map[string]string {
-	env := map[string]string{"PATH": defaultPath}
+	env := map[string]string{"PATH": sandbox.DefaultPath}
 	for _, k := range []string{"PATH", "HOME", "LANG"} {
 		if v, ok := os.LookupEnv(k); ok && v != "" {
 			env[k] = v
@@ -96,9 +93,9 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	start := time.Now()
-	prog, err := lookPath(argv[0], env["PATH"], cwd)
+	prog, code, err := sandbox.LookPath(argv[0], env["PATH"], cwd)
 	if err != nil {
-		return notRunnable(argv[0], err, start, cmd.Stderr), nil
+		return notRunnable(argv[0], code, start, cmd.Stderr), nil
 	}
 	tctx, cancel := context.WithTimeout(ctx, cmd.Timeout)
 	defer cancel()
@@ -107,15 +104,19 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 	c.Dir = chdirPath(wd, cwd)
 	c.Env = sandbox.EnvList(env)
 	c.Stdin = cmd.Stdin
-	c.Stdout = tee(stdout, cmd.Stdout)
-	c.Stderr = tee(stderr, cmd.Stderr)
+	c.Stdout = stdout.Tee(cmd.Stdout)
+	c.Stderr = stderr.Tee(cmd.Stderr)
 	c.SysProcAttr = namespaceAttr()
 	// Killing PID 1 makes the kernel kill the whole namespace.
 	c.Cancel = func() error { return c.Process.Kill() }
 	c.WaitDelay = 5 * time.Second
 	if err := c.Start(); err != nil {
 		if isNotRunnable(err) {
-			return notRunnable(argv[0], err, start, cmd.Stderr), nil
+			code := 126
+			if errors.Is(err, os.ErrNotExist) {
+				code = 127
+			}
+			return notRunnable(argv[0], code, start, cmd.Stderr), nil
 		}
 		return sandbox.Result{}, fmt.Errorf("start %s: %w", argv[0], err)
 	}
@@ -147,72 +148,23 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 	return res, nil
 }
 
-func tee(capture *sandbox.TailBuffer, live io.Writer) io.Writer {
-	if live == nil {
-		return capture
-	}
-	return io.MultiWriter(capture, live)
-}
-
 func isNotRunnable(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EACCES) ||
-		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.EISDIR) || errors.Is(err, errNotExecutable)
+		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.EISDIR) || errors.Is(err, sandbox.ErrNotExecutable)
 }
 
 // notRunnable is the result a shell would give: 127 for a missing program,
 // 126 for one that cannot be executed. The message also goes to live, if set.
-func notRunnable(prog string, err error, start time.Time, live io.Writer) sandbox.Result {
-	code, why := 126, "permission denied (not executable)"
-	if errors.Is(err, os.ErrNotExist) {
-		code, why = 127, "command not found"
+func notRunnable(prog string, code int, start time.Time, live io.Writer) sandbox.Result {
+	why := "permission denied (not executable)"
+	if code == 127 {
+		why = "command not found"
 	}
 	msg := fmt.Sprintf("hutch: %s: %s\n", prog, why)
 	if live != nil {
 		_, _ = io.WriteString(live, msg)
 	}
 	return sandbox.Result{ExitCode: code, Stderr: []byte(msg), StderrSize: int64(len(msg)), Duration: time.Since(start)}
-}
-
-var errNotExecutable = errors.New("not executable")
-
-// lookPath finds prog the way a shell would, but with the command's own
-// PATH and working directory rather than hutch's.
-func lookPath(prog, pathEnv, cwd string) (string, error) {
-	if filepath.Base(prog) != prog || prog == "." || prog == ".." {
-		if !filepath.IsAbs(prog) {
-			prog = filepath.Join(cwd, prog)
-		}
-		return prog, executable(prog)
-	}
-	var firstErr error = os.ErrNotExist
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(cwd, dir)
-		}
-		p := filepath.Join(dir, prog)
-		err := executable(p)
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) && errors.Is(firstErr, os.ErrNotExist) {
-			firstErr = err
-		}
-	}
-	return "", firstErr
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return errNotExecutable
-	}
-	return nil
 }
 
 // namespaceAttr puts the command in a new session and a new PID namespace,
