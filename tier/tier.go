@@ -56,7 +56,7 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 			pol = *cfg.Policy
 		}
 		if cfg.Env != nil {
-			pol.Env = sandbox.MergeEnv(map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin"}, pol.Env, cfg.Env)
+			pol.Env = sandbox.MergeEnv(map[string]string{"PATH": sandbox.DefaultPath}, pol.Env, cfg.Env)
 		}
 		return isolated.New(ctx, pol)
 	}

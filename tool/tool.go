@@ -181,9 +181,14 @@ func (ts *Toolset) Call(ctx context.Context, name string, args json.RawMessage) 
 // differently-cased keys could read one way to the approver and another to
 // the decoder.
 func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, detail string, args any) (Output, bool, error) {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return failf("encoding arguments: %v", err), false, nil
+	// Only a person (ask) or an approval (approve) looks at the
+	// arguments: encode them only then.
+	var raw json.RawMessage
+	if m := ts.opts.Gate.Mode(); m == permission.Ask || m == permission.Approve {
+		var err error
+		if raw, err = json.Marshal(args); err != nil {
+			return failf("encoding arguments: %v", err), false, nil
+		}
 	}
 	d, err := ts.opts.Gate.Check(ctx, permission.Request{Capability: c, Detail: detail, Tool: tool, Args: raw, Scope: ts.scope})
 	if err != nil {
