@@ -27,6 +27,10 @@ import (
 // while nothing the command runs ever holds more than the command.
 func execMain() int {
 	runtime.LockOSThread() // capabilities are per thread: fork from this one
+	// Not dumpable: the command (same uid, no capability) cannot reach this
+	// process through /proc — its descriptors, memory or threads — and so
+	// cannot reopen the status pipe to forge its own result.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
 	// fd 4, like every other inherited descriptor, is close-on-exec (Main
 	// saw to it): the command cannot forge its status.

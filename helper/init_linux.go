@@ -20,7 +20,9 @@ import (
 // is left in the PID namespace.
 func initMain() int {
 	// The control socket (closeInheritedOnExec, run by Main, marked it)
-	// must never reach a command the init starts.
+	// must never reach a command the init starts, nor through /proc:
+	// a non-dumpable init is out of reach of the (capability-less) commands.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	conn := NewConn(3)
 	var req Request
 	files, err := conn.Recv(&req)
@@ -98,13 +100,6 @@ func buildRoot(job Job) error {
 	if err := unix.Chdir("/"); err != nil {
 		return err
 	}
-	// A private /tmp first, so binds below /tmp land on top of it.
-	if err := mkdirAll("/newroot/tmp"); err != nil {
-		return err
-	}
-	if err := unix.Mount("tmpfs", "/newroot/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-		return fmt.Errorf("mounting /tmp: %w", err)
-	}
 	binds := []bind{}
 	for _, r := range p.Read {
 		binds = append(binds, bind{r, false})
@@ -112,10 +107,24 @@ func buildRoot(job Job) error {
 	for _, w := range p.Write {
 		binds = append(binds, bind{w, true})
 	}
-	// Shorter paths first: a more specific bind lands on top.
+	// Shorter paths first: a more specific bind lands on top. The private
+	// /tmp goes after a bind of "/" (which would hide it) and before
+	// binds below /tmp (which land on it).
 	slices.SortStableFunc(binds, func(a, b bind) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
+	tmpDone := false
 	for _, b := range binds {
+		if !tmpDone && b.path != "/" {
+			if err := privateTmp(); err != nil {
+				return err
+			}
+			tmpDone = true
+		}
 		if err := bindPath(b); err != nil {
+			return err
+		}
+	}
+	if !tmpDone {
+		if err := privateTmp(); err != nil {
 			return err
 		}
 	}
@@ -123,7 +132,7 @@ func buildRoot(job Job) error {
 		return err
 	}
 	for _, d := range p.Deny {
-		if err := deny(d); err != nil {
+		if err := deny(d, p.Write); err != nil {
 			return err
 		}
 	}
@@ -157,15 +166,36 @@ func buildRoot(job Job) error {
 // /bin -> usr/bin keeps working.
 func bindPath(b bind) error {
 	src, dst := "/oldroot"+b.path, "/newroot"+b.path
-	fi, err := os.Lstat(src)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	if b.path == "/" {
+		src, dst = "/oldroot", "/newroot"
 	}
-	if err != nil {
+	// Open the host path without following a symbolic link in any
+	// directory on the way: a link planted by an earlier sandbox in a
+	// writable directory must not redirect a bind, and hutch cannot tell
+	// such a link from one the user meant, so a policy path through a link
+	// is refused (the user names the real path). Only the last element may
+	// be a link (/bin -> usr/bin), recreated as a link. The bind then
+	// mounts exactly what was opened.
+	fd, err := unix.Openat2(unix.AT_FDCWD, src, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil // missing on this host (the default policy lists /lib32...)
+	case errors.Is(err, unix.ELOOP):
+		return fmt.Errorf("policy path %s goes through a symbolic link: give its real path", b.path)
+	case err != nil:
 		return fmt.Errorf("policy path %s: %w", b.path, err)
 	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		target, err := os.Readlink(src)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		buf := make([]byte, 4096)
+		n, err := unix.Readlinkat(fd, "", buf)
 		if err != nil {
 			return err
 		}
@@ -175,9 +205,9 @@ func bindPath(b bind) error {
 		if _, err := os.Lstat(dst); err == nil {
 			return nil // already present (a parent bind brought it)
 		}
-		return os.Symlink(target, dst)
+		return os.Symlink(string(buf[:n]), dst)
 	}
-	if fi.IsDir() {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		if err := mkdirAll(dst); err != nil {
 			return err
 		}
@@ -191,7 +221,8 @@ func bindPath(b bind) error {
 			return err
 		}
 	}
-	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	opened := fmt.Sprintf("/oldroot/proc/self/fd/%d", fd)
+	if err := unix.Mount(opened, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("binding %s: %w", b.path, err)
 	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
@@ -267,6 +298,17 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
+// privateTmp mounts the sandbox's own empty /tmp.
+func privateTmp() error {
+	if err := mkdirAll("/newroot/tmp"); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", "/newroot/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("mounting /tmp: %w", err)
+	}
+	return nil
+}
+
 // mountProcDev gives the sandbox a /proc of its own PID namespace and a
 // /dev with only harmless devices.
 func mountProcDev() error {
@@ -275,6 +317,13 @@ func mountProcDev() error {
 	}
 	if err := unix.Mount("proc", "/newroot/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	// Kernel tunables are read-only inside, whatever the command owns.
+	if err := unix.Mount("/newroot/proc/sys", "/newroot/proc/sys", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding /proc/sys: %w", err)
+	}
+	if err := unix.Mount("", "/newroot/proc/sys", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("making /proc/sys read-only: %w", err)
 	}
 	if err := mkdirAll("/newroot/dev"); err != nil {
 		return err
@@ -309,7 +358,7 @@ func mountProcDev() error {
 
 // deny masks a path: a directory becomes an empty read-only tmpfs, a file
 // an empty file nobody may read.
-func deny(path string) error {
+func deny(path string, writable []string) error {
 	dst := "/newroot" + path
 	fi, err := os.Lstat(dst)
 	if errors.Is(err, os.ErrNotExist) {
@@ -317,6 +366,27 @@ func deny(path string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("denied path %s is a symbolic link (planted by a command?): remove it or deny its target", path)
+	}
+	// Inside a writable directory, pin every directory between it and the
+	// denied path: a mount point cannot be renamed, so a command cannot
+	// move the denied path's parent away and have the next sandbox with
+	// the same policy mask nothing.
+	for _, w := range writable {
+		if w == path || !strings.HasPrefix(path, strings.TrimSuffix(w, "/")+"/") {
+			continue
+		}
+		for a := filepath.Dir(path); a != w && len(a) > len(w); a = filepath.Dir(a) {
+			ad := "/newroot" + a
+			if err := unix.Mount(ad, ad, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("pinning %s: %w", a, err)
+			}
+			if err := unix.Mount("", ad, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+				return fmt.Errorf("pinning %s: %w", a, err)
+			}
+		}
 	}
 	if fi.IsDir() {
 		return unix.Mount("tmpfs", dst, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755")

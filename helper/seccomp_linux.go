@@ -1,7 +1,12 @@
 package helper
 
 import (
+	"fmt"
+	"unsafe"
+
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,22 +45,23 @@ func Filter() seccomp.Filter {
 			Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: f}},
 		})
 	}
-	// Host unix sockets: new AF_UNIX sockets are refused outright (a
-	// socketpair between the command's own processes still works), so a
-	// socket file bound into a readable directory cannot be connected to.
-	// Landlock only scopes pathname sockets from ABI 9, which not every
-	// kernel has; this layer does not depend on the path at all.
-	for _, family := range []uint64{unix.AF_UNIX, unix.AF_PACKET} {
-		deny.NamesWithCondtions = append(deny.NamesWithCondtions, seccomp.NameWithConditions{
-			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: family}},
-		})
-	}
-	// Raw IP sockets (the type may carry SOCK_NONBLOCK and SOCK_CLOEXEC).
-	for _, flags := range []uint64{0, unix.SOCK_NONBLOCK, unix.SOCK_CLOEXEC, unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC} {
-		deny.NamesWithCondtions = append(deny.NamesWithCondtions, seccomp.NameWithConditions{
-			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.Equal, Value: unix.SOCK_RAW | flags}},
-		})
-	}
+	// Sockets: only the families a command needs — IPv4, IPv6, and netlink
+	// (the C library's getaddrinfo asks it for local addresses). The
+	// family is compared as the full 64-bit argument, so a value with high
+	// bits set (which the kernel would truncate to AF_UNIX) is refused
+	// too. That refuses AF_UNIX (host unix sockets, even in a readable
+	// directory — a socketpair between the command's own processes still
+	// works), AF_PACKET, AF_VSOCK (which no network namespace confines: on
+	// a VM it reaches the hypervisor host) and every other family. Landlock
+	// only scopes pathname unix sockets from ABI 9; this works on every
+	// kernel and does not depend on paths.
+	deny.NamesWithCondtions = append(deny.NamesWithCondtions, seccomp.NameWithConditions{
+		Name: "socket", Conditions: seccomp.ArgumentConditions{
+			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET},
+			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET6},
+			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_NETLINK},
+		},
+	})
 	// clone3 passes its flags in memory seccomp cannot read: report it as
 	// missing, and the C library falls back to clone, which is checked.
 	enosys := seccomp.SyscallGroup{Names: []string{"clone3"}, Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)}
@@ -69,4 +75,49 @@ func Filter() seccomp.Filter {
 	}
 }
 
-func loadSeccomp() error { return seccomp.LoadFilter(Filter()) }
+// Program is the BPF program hutch loads: Filter's policy behind a check
+// that kills the process on any foreign system-call ABI.
+func Program() ([]bpf.Instruction, error) {
+	f := Filter()
+	body, err := f.Policy.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return nil, err
+	}
+	return append([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)},
+	}, body...), nil
+}
+
+// loadSeccomp installs Filter on every thread of the process. The library's
+// program lets system calls of any other ABI through (its architecture
+// check jumps to the default action, here Allow): the i386 ABI (int $0x80)
+// would reach every denied call. So the program is prefixed with a check
+// that kills the process on any foreign architecture.
+func loadSeccomp() error {
+	prog, err := Program()
+	if err != nil {
+		return err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return err
+	}
+	filters := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		return fmt.Errorf("loading the seccomp filter: %w", errno)
+	}
+	return nil
+}

@@ -27,11 +27,12 @@ import (
 // in a PID namespace of its own, so it and everything it started end
 // together.
 type server struct {
-	conn  *Conn
-	job   Job
-	files *local.Sandbox
-	mu    sync.Mutex
-	execs map[uint64]*exec.Cmd
+	conn      *Conn
+	job       Job
+	files     *local.Sandbox
+	mu        sync.Mutex
+	execs     map[uint64]*exec.Cmd
+	cancelled map[uint64]bool // cancels that came before their exec started
 }
 
 func serve(conn *Conn, job Job) {
@@ -40,7 +41,7 @@ func serve(conn *Conn, job Job) {
 		_ = conn.Send(Response{Err: ToWire(err)})
 		return
 	}
-	s := &server{conn: conn, job: job, files: files, execs: map[uint64]*exec.Cmd{}}
+	s := &server{conn: conn, job: job, files: files, execs: map[uint64]*exec.Cmd{}, cancelled: map[uint64]bool{}}
 	for {
 		var req Request
 		passed, err := conn.Recv(&req)
@@ -74,6 +75,8 @@ func (s *server) handle(req Request, passed []*os.File) {
 		s.mu.Lock()
 		if c := s.execs[req.Target]; c != nil && c.Process != nil {
 			_ = c.Process.Kill()
+		} else {
+			s.cancelled[req.Target] = true // the exec has not started yet
 		}
 		s.mu.Unlock()
 	default:
@@ -182,6 +185,10 @@ func (s *server) exec(req Request, passed []*os.File, res *Response) error {
 	closeFiles(passed) // the child has its copies: EOF reaches the host when it ends
 	s.mu.Lock()
 	s.execs[req.ID] = c
+	if s.cancelled[req.ID] { // cancelled while it was being started
+		delete(s.cancelled, req.ID)
+		_ = c.Process.Kill()
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()

@@ -79,12 +79,23 @@ type Policy struct {
 // libraries. Paths missing on a host are skipped when enforcing.
 var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
+// SystemSecrets are files under SystemPaths that only root may read. The
+// default policy denies them: when hutch runs as root, the sandbox's root
+// is the host's root (without capabilities, but still the owner).
+var SystemSecrets = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
+	"/etc/ssl/private", "/etc/security/opasswd",
+}
+
 // Default reads the system's programs and libraries (not $HOME, /root,
-// /home, /srv, /opt, /var, /run or the host's /tmp), writes nothing, has no
-// network, gets a private empty /tmp, and stops after 120 seconds.
+// /home, /srv, /opt, /var, /run or the host's /tmp; not the root-only
+// SystemSecrets), writes nothing, has no network, gets a private empty
+// /tmp, and stops after 120 seconds.
 func Default() Policy {
 	return Policy{
 		Read:    slices.Clone(SystemPaths),
+		Deny:    slices.Clone(SystemSecrets),
 		Network: NetworkNone,
 		Timeout: sandbox.DefaultTimeout,
 	}
@@ -149,6 +160,9 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 		if *list, err = cleanPaths(*list, cwd); err != nil {
 			return p, err
 		}
+	}
+	if slices.Contains(p.Read, "/") || slices.Contains(p.Write, "/") {
+		return p, configErr("policy path / is the whole host filesystem: list the directories the command needs")
 	}
 	if p.Dir != "" {
 		d, err := cleanPaths([]string{p.Dir}, cwd)
@@ -270,8 +284,8 @@ func (p Policy) Summary() string {
 	} else {
 		say("Cannot change any host file (only a private /tmp).")
 	}
-	if len(p.Deny) > 0 {
-		say("Cannot see %s.", strings.Join(p.Deny, ", "))
+	if denied := notIn(p.Deny, SystemSecrets); len(denied) > 0 {
+		say("Cannot see %s.", strings.Join(denied, ", "))
 	}
 	if p.Network == NetworkAll {
 		say("Has full network access.")
@@ -313,10 +327,12 @@ func seconds(d time.Duration) string {
 }
 
 // nonSystem drops the default system paths, which go without saying.
-func nonSystem(paths []string) []string {
+func nonSystem(paths []string) []string { return notIn(paths, SystemPaths) }
+
+func notIn(paths, known []string) []string {
 	var out []string
 	for _, p := range paths {
-		if !slices.Contains(SystemPaths, p) {
+		if !slices.Contains(known, p) {
 			out = append(out, p)
 		}
 	}

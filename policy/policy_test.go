@@ -49,7 +49,8 @@ func TestDefault(t *testing.T) {
 			t.Errorf("default: %s read %v write %v; want read-only", path, p.CanRead(path), p.CanWrite(path))
 		}
 	}
-	for _, path := range []string{"/root/.ssh/id_rsa", "/home/u", "/tmp/x", "/var/run", "/run/docker.sock", "/srv", "/opt/x", "/usrx", "/proc/1"} {
+	for _, path := range []string{"/root/.ssh/id_rsa", "/home/u", "/tmp/x", "/var/run", "/run/docker.sock", "/srv", "/opt/x", "/usrx", "/proc/1",
+		"/etc/shadow", "/etc/gshadow", "/etc/sudoers.d/x", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssl/private/k.pem"} {
 		if p.CanRead(path) {
 			t.Errorf("default policy reads %s", path)
 		}
@@ -125,6 +126,8 @@ func TestNormalizeErrors(t *testing.T) {
 		"dir unreadable":  {Dir: "/home/me"},
 		"bad env":         {Env: map[string]string{"A=B": "x"}},
 		"relative no cwd": {Read: []string{"rel"}},
+		"read the root":   {Read: []string{"/"}},
+		"write the root":  {Write: []string{"/"}},
 	} {
 		cwd := "/"
 		if name == "relative no cwd" {
@@ -170,7 +173,7 @@ env:
 	}
 	w := filepath.Join(dir, "work")
 	if !slices.Contains(p.Read, "/usr") || !slices.Contains(p.Read, "/data") || !slices.Equal(p.Write, []string{w}) ||
-		!slices.Equal(p.Deny, []string{filepath.Join(w, ".git")}) || p.Network != policy.NetworkAll || p.Dir != w ||
+		!slices.Equal(p.Deny, append(slices.Clone(policy.SystemSecrets), filepath.Join(w, ".git"))) || p.Network != policy.NetworkAll || p.Dir != w ||
 		p.Timeout != 5*time.Minute || p.Nice != 5 || p.Limits.Memory != 256<<20 || p.Limits.CPUTime != 10*time.Second ||
 		p.Limits.Processes != 32 || p.Limits.FileSize != 1<<30 || p.Limits.OpenFiles != 128 || p.Env["LANG"] != "C.UTF-8" {
 		t.Errorf("Load = %+v", p)

@@ -42,7 +42,7 @@ func newCgroup(l policy.Limits) (*cgroup, error) {
 	if ctrl, err := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil &&
 		strings.Contains(string(ctrl), "memory") && strings.Contains(string(ctrl), "pids") {
 		cg.v2 = true
-		dir := filepath.Join(cgroupRoot, name)
+		dir := filepath.Join(cgroupRoot, ownCgroup(""), name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating cgroup: %w", err)
 		}
@@ -52,7 +52,7 @@ func newCgroup(l policy.Limits) (*cgroup, error) {
 			if _, err := os.Stat(filepath.Join(cgroupRoot, c, "cgroup.procs")); err != nil {
 				continue
 			}
-			dir := filepath.Join(cgroupRoot, c, name)
+			dir := filepath.Join(cgroupRoot, c, ownCgroup(c), name)
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				cg.remove()
 				return nil, fmt.Errorf("creating %s cgroup: %w", c, err)
@@ -68,6 +68,28 @@ func newCgroup(l policy.Limits) (*cgroup, error) {
 		return nil, err
 	}
 	return cg, nil
+}
+
+// ownCgroup is the group this process runs in for controller (v1), or in
+// the unified hierarchy (""): sandboxes are made below it, so they stay
+// within whatever limits the host set for hutch (a container's, a
+// systemd unit's).
+func ownCgroup(controller string) string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "/"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if (controller == "" && parts[0] == "0" && parts[1] == "") ||
+			(controller != "" && strings.Contains(","+parts[1]+",", ","+controller+",")) {
+			return filepath.Clean("/" + parts[2])
+		}
+	}
+	return "/"
 }
 
 func (cg *cgroup) limit(l policy.Limits) error {

@@ -22,6 +22,7 @@ package isolated
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -117,15 +118,22 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer sandboxEnd.Close()
+	defer sandboxEnd.Close() // also closed right after the start: see below
 	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
 	// Memory and process limits go to control groups where hutch may
 	// create them; elsewhere the exec helper falls back to rlimits.
 	cg, cgErr := newCgroup(pol.Limits)
 	if cg != nil {
 		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
-	} else if cgErr != nil && pol.Limits.Processes > 0 && os.Getuid() == 0 {
+	}
+	if pol.Limits.Processes > 0 && !job.PidsByCgroup && os.Getuid() == 0 {
 		hostEnd.Close()
+		if cg != nil {
+			cg.remove()
+		}
+		if cgErr == nil {
+			cgErr = errors.New("no pids cgroup controller")
+		}
 		// The rlimit fallback does not count processes of the host's
 		// root: refuse rather than run unbounded.
 		return nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
@@ -146,7 +154,11 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 		}
 		return nil, err
 	}
-	if err := c.Start(); err != nil {
+	startErr := c.Start()
+	// Only the init may hold its end: once it is gone, the host must see
+	// EOF (a failed setup would otherwise leave New waiting forever).
+	sandboxEnd.Close()
+	if err := startErr; err != nil {
 		// Say why, with the fix (Supported probes and explains).
 		if serr := Supported(); serr != nil {
 			return fail(serr)
