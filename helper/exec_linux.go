@@ -81,6 +81,10 @@ func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
 		return Status{Exited: true, ExitCode: code}, nil
 	}
+	if err := limitMemory(job, cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		return Status{}, fmt.Errorf("memory limit: %w", err)
+	}
 	// Reap everything (orphans come to PID 1); report the command itself.
 	for {
 		var ws unix.WaitStatus
@@ -165,15 +169,24 @@ func setLimits(job Job) error {
 			return err
 		}
 	}
-	if l.Memory > 0 && !job.MemoryByCgroup {
-		// Writable private memory per process (heap, anonymous maps);
-		// unlike an address-space limit it does not count reserved but
-		// unused ranges, so runtimes that reserve large arenas still start.
-		if err := set(unix.RLIMIT_DATA, uint64(l.Memory), "memory"); err != nil {
-			return err
-		}
-	}
 	return nil
+}
+
+// limitMemory bounds the started command's writable private memory (heap,
+// anonymous maps) when no cgroup does — on the command alone: this Go
+// process holds more reserved data than a small limit, and would die on
+// its next allocation under it. Unlike an address-space limit it does not
+// count reserved but unused ranges, so runtimes that reserve large arenas
+// still start. It is applied right after the start, so a command could
+// map memory before it lands: without cgroups the memory bound is best
+// effort, per process (hutch check says so).
+func limitMemory(job Job, pid int) error {
+	l := job.Policy.Limits
+	if l.Memory == 0 || job.MemoryByCgroup {
+		return nil
+	}
+	v := uint64(l.Memory)
+	return unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: v, Max: v}, nil)
 }
 
 // Landlock filesystem rights by ABI version.

@@ -79,6 +79,9 @@ type bind struct {
 // while the new one is built, then is detached.
 func buildRoot(job Job) error {
 	p := job.Policy
+	if m := int64(p.Limits.Memory); m > 0 {
+		tmpfsSize = fmt.Sprintf(",size=%d", m)
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
@@ -125,6 +128,11 @@ func buildRoot(job Job) error {
 	}
 	if !tmpDone {
 		if err := privateTmp(); err != nil {
+			return err
+		}
+	}
+	for _, r := range p.Read {
+		if err := pin(r, p.Write); err != nil {
 			return err
 		}
 	}
@@ -298,12 +306,18 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
+// tmpfsSize bounds the sandbox's memory-backed filesystems (/tmp and
+// /dev/shm): by the policy's memory limit when it has one (tmpfs pages are
+// not counted by the per-process rlimit fallback), else the kernel's
+// default of half the RAM.
+var tmpfsSize string
+
 // privateTmp mounts the sandbox's own empty /tmp.
 func privateTmp() error {
 	if err := mkdirAll("/newroot/tmp"); err != nil {
 		return err
 	}
-	if err := unix.Mount("tmpfs", "/newroot/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := unix.Mount("tmpfs", "/newroot/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"+tmpfsSize); err != nil {
 		return fmt.Errorf("mounting /tmp: %w", err)
 	}
 	return nil
@@ -324,6 +338,39 @@ func mountProcDev() error {
 	}
 	if err := unix.Mount("", "/newroot/proc/sys", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("making /proc/sys read-only: %w", err)
+	}
+	// Host controls and kernel internals under /proc: read-only, or hidden
+	// (as container runtimes do). With hutch running as root the sandbox's
+	// root would otherwise pass their permission checks.
+	for _, p := range []string{"sysrq-trigger", "bus", "fs", "irq"} {
+		d := "/newroot/proc/" + p
+		if _, err := os.Lstat(d); err != nil {
+			continue
+		}
+		if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding /proc/%s: %w", p, err)
+		}
+		if err := unix.Mount("", d, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("making /proc/%s read-only: %w", p, err)
+		}
+	}
+	for _, p := range []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi", "kmsg"} {
+		d := "/newroot/proc/" + p
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		src, flags := "/oldroot/dev/null", uintptr(unix.MS_BIND)
+		if fi.IsDir() {
+			src, flags = "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC
+		}
+		fstype := ""
+		if fi.IsDir() {
+			fstype = "tmpfs"
+		}
+		if err := unix.Mount(src, d, fstype, flags, ""); err != nil {
+			return fmt.Errorf("hiding /proc/%s: %w", p, err)
+		}
 	}
 	if err := mkdirAll("/newroot/dev"); err != nil {
 		return err
@@ -350,7 +397,7 @@ func mountProcDev() error {
 	if err := os.Mkdir("/newroot/dev/shm", 0o1777); err != nil {
 		return err
 	}
-	if err := unix.Mount("tmpfs", "/newroot/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777"); err != nil {
+	if err := unix.Mount("tmpfs", "/newroot/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777"+tmpfsSize); err != nil {
 		return fmt.Errorf("mounting /dev/shm: %w", err)
 	}
 	return unix.Mount("", "/newroot/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
@@ -359,37 +406,35 @@ func mountProcDev() error {
 // deny masks a path: a directory becomes an empty read-only tmpfs, a file
 // an empty file nobody may read.
 func deny(path string, writable []string) error {
-	dst := "/newroot" + path
-	fi, err := os.Lstat(dst)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // not visible anyway
+	// Pin first: the mask must land on the mount that stays visible.
+	if err := pin(path, writable); err != nil {
+		return err
 	}
+	// Resolve the path as the sandbox will, links and all, with /newroot
+	// as its root: a link (even an absolute one) to the denied file must
+	// lead to the mask, not around it.
+	root, err := unix.Open("/newroot", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("denied path %s is a symbolic link (planted by a command?): remove it or deny its target", path)
+	defer unix.Close(root)
+	fd, err := unix.Openat2(root, strings.TrimPrefix(path, "/"), &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return nil // not visible anyway
 	}
-	// Inside a writable directory, pin every directory between it and the
-	// denied path: a mount point cannot be renamed, so a command cannot
-	// move the denied path's parent away and have the next sandbox with
-	// the same policy mask nothing.
-	for _, w := range writable {
-		if w == path || !strings.HasPrefix(path, strings.TrimSuffix(w, "/")+"/") {
-			continue
-		}
-		for a := filepath.Dir(path); a != w && len(a) > len(w); a = filepath.Dir(a) {
-			ad := "/newroot" + a
-			if err := unix.Mount(ad, ad, "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("pinning %s: %w", a, err)
-			}
-			if err := unix.Mount("", ad, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
-				return fmt.Errorf("pinning %s: %w", a, err)
-			}
-		}
+	if err != nil {
+		return fmt.Errorf("denied path %s: %w", path, err)
 	}
-	if fi.IsDir() {
-		return unix.Mount("tmpfs", dst, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755")
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	target := fmt.Sprintf("/oldroot/proc/self/fd/%d", fd)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755")
 	}
 	empty := "/newroot/.hutch-denied"
 	if _, err := os.Lstat(empty); err != nil {
@@ -399,10 +444,44 @@ func deny(path string, writable []string) error {
 		}
 		f.Close()
 	}
-	if err := unix.Mount(empty, dst, "", unix.MS_BIND, ""); err != nil {
+	// Where the path really leads (the descriptor keeps pointing at the
+	// file under the mask, so the remount goes by this name).
+	real, err := os.Readlink(target)
+	if err != nil {
+		return err
+	}
+	if err := unix.Mount(empty, target, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("masking %s: %w", path, err)
 	}
-	return unix.Mount("", dst, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	if err := unix.Mount("", real, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("masking %s read-only: %w", path, err)
+	}
+	return nil
+}
+
+// pin makes each directory between a writable policy path and path (a
+// denied or nested read-only path below it) a mount point of itself: a
+// mount point cannot be renamed, so no command can move the path's parent
+// away and have the next sandbox with the same policy miss it.
+func pin(path string, writable []string) error {
+	for _, w := range writable {
+		if w == path || !strings.HasPrefix(path, strings.TrimSuffix(w, "/")+"/") {
+			continue
+		}
+		for a := filepath.Dir(path); a != w && len(a) > len(w); a = filepath.Dir(a) {
+			ad := "/newroot" + a
+			if fi, err := os.Lstat(ad); err != nil || !fi.IsDir() {
+				continue
+			}
+			if err := unix.Mount(ad, ad, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("pinning %s: %w", a, err)
+			}
+			if err := unix.Mount("", ad, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+				return fmt.Errorf("pinning %s: %w", a, err)
+			}
+		}
+	}
+	return nil
 }
 
 func mkdirAll(p string) error {

@@ -62,9 +62,41 @@ func Filter() seccomp.Filter {
 			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_NETLINK},
 		},
 	})
+	// No set-user-ID or set-group-ID file can be made: the sandbox's root
+	// may be the host's root (when hutch runs as root), and such a file
+	// left in a writable directory would be a host root shell for anyone.
+	// chmod-like calls with S_ISUID or S_ISGID, and creating opens with
+	// them, are refused.
+	const setid = unix.S_ISUID | unix.S_ISGID
+	for _, c := range []struct {
+		name string
+		arg  uint32
+	}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}} {
+		deny.NamesWithCondtions = append(deny.NamesWithCondtions, seccomp.NameWithConditions{
+			Name: c.name, Conditions: seccomp.ArgumentConditions{{Argument: c.arg, Operation: seccomp.BitsSet, Value: setid}},
+		})
+	}
+	for _, c := range []struct {
+		name        string
+		flags, mode uint32
+	}{{"open", 1, 2}, {"openat", 2, 3}} {
+		for _, create := range []uint64{unix.O_CREAT, unix.O_TMPFILE &^ unix.O_DIRECTORY} {
+			deny.NamesWithCondtions = append(deny.NamesWithCondtions, seccomp.NameWithConditions{
+				Name: c.name, Conditions: seccomp.ArgumentConditions{
+					{Argument: c.flags, Operation: seccomp.BitsSet, Value: create},
+					{Argument: c.mode, Operation: seccomp.BitsSet, Value: setid},
+				},
+			})
+		}
+	}
+	deny.NamesWithCondtions = append(deny.NamesWithCondtions, seccomp.NameWithConditions{
+		Name: "creat", Conditions: seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.BitsSet, Value: setid}},
+	})
 	// clone3 passes its flags in memory seccomp cannot read: report it as
 	// missing, and the C library falls back to clone, which is checked.
-	enosys := seccomp.SyscallGroup{Names: []string{"clone3"}, Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)}
+	// The same for openat2's struct (its mode is out of reach): callers
+	// fall back to openat.
+	enosys := seccomp.SyscallGroup{Names: []string{"clone3", "openat2"}, Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)}
 	return seccomp.Filter{
 		NoNewPrivs: true,
 		Flag:       seccomp.FilterFlagTSync,

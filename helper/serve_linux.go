@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -52,11 +54,33 @@ func serve(conn *Conn, job Job) {
 	}
 }
 
+// denied reports whether p (as the file tools name it) falls under one of
+// the policy's denied paths. The init holds capabilities a command lacks,
+// so it must not read a mask's content (or what a mask hides) for one.
+func (s *server) denied(p string) bool {
+	rel, err := sandbox.Clean(s.files.Root(), p)
+	if err != nil {
+		return false // the guard will refuse it anyway
+	}
+	abs := path.Join(s.files.Root(), rel)
+	for _, d := range s.job.Policy.Deny {
+		if abs == d || strings.HasPrefix(abs, strings.TrimSuffix(d, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *server) handle(req Request, passed []*os.File) {
 	defer closeFiles(passed)
 	ctx := context.Background()
 	res := Response{ID: req.ID}
 	var err error
+	if (req.Op == "read" || req.Op == "write" || req.Op == "stat") && s.denied(req.Path) {
+		res.Err = ToWire(sandbox.PathError(req.Op, req.Path, fmt.Errorf("denied by the policy: %w", fs.ErrPermission)))
+		_ = s.conn.Send(res)
+		return
+	}
 	switch req.Op {
 	case "read":
 		err = s.read(ctx, req, passed, &res)
@@ -69,6 +93,13 @@ func (s *server) handle(req Request, passed []*os.File) {
 		}
 	case "glob":
 		res.Files, err = s.files.Glob(ctx, req.Pattern)
+		kept := res.Files[:0]
+		for _, f := range res.Files {
+			if !s.denied(f) {
+				kept = append(kept, f)
+			}
+		}
+		res.Files = kept
 	case "exec":
 		err = s.exec(req, passed, &res)
 	case "cancel":
@@ -128,6 +159,10 @@ func (s *server) final(job Job, req Request, passed []*os.File, res *Response) e
 		})
 	}
 	st, err := runConfined(job, passed[0], passed[1], passed[2])
+	// The command is done: whatever it left running goes now (PID 1 may
+	// signal every process of its namespace), so nothing outlives it and
+	// its output pipes close.
+	_ = unix.Kill(-1, unix.SIGKILL)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,12 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 		return sandbox.Result{}, err
 	}
 	defer sb.Close()
-	return sb.exec(ctx, cmd, true)
+	// The init runs the command itself only when no rlimit is needed:
+	// rlimits are per process, and the init's own would bind it too.
+	l := sb.pol.Limits
+	final := l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
+		(l.Memory == 0 || sb.cg != nil && sb.cg.memory) && (l.Processes == 0 || sb.cg != nil && sb.cg.pids)
+	return sb.exec(ctx, cmd, final)
 }
 
 // baseEnv is the policy's environment, or PATH, HOME and LANG.

@@ -16,8 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -25,7 +27,6 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -62,6 +63,21 @@ func (e *env) r2attack(t *testing.T, pol policy.Policy, name string, args ...str
 		t.Fatalf("attack %s did not run to the end (exit %d): %s", name, r.ExitCode, out)
 	}
 	return out
+}
+
+// tryRun is runWith for attacks whose fix may be a refusal: ok is false
+// when the sandbox would not be built (it failed closed).
+func (e *env) tryRun(t *testing.T, pol policy.Policy, c sandbox.Command) (sandbox.Result, bool) {
+	t.Helper()
+	if c.Timeout == 0 {
+		c.Timeout = 10 * time.Second
+	}
+	r, err := isolated.Run(bg, pol, c)
+	if err != nil {
+		t.Logf("the sandbox was not built (fails closed): %v", err)
+		return r, false
+	}
+	return r, true
 }
 
 // hostUnixSocket listens on a unix socket in a fresh directory and reports
@@ -239,16 +255,61 @@ func r2Int80(path string) {
 	}
 }
 
-// seccompVerdict runs the filter hutch loads on one system call, as the
-// kernel would (x/net/bpf's VM reads words big-endian, so each 32-bit slot
-// of seccomp_data is written that way).
-func seccompVerdict(t *testing.T, auditArch, nr uint32, args ...uint64) uint32 {
+// loadedSeccomp reads the seccomp program a sandboxed command really runs
+// under, from the kernel (PTRACE_SECCOMP_GET_FILTER, as the host's root).
+func loadedSeccomp(t *testing.T, e *env) []bpf.Instruction {
 	t.Helper()
-	insts, err := helper.Program()
+	sb, err := isolated.New(bg, e.pol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := bpf.NewVM(insts)
+	defer sb.Close()
+	marker := fmt.Sprintf("7.%06d", time.Now().UnixNano()%1e6)
+	go sb.Exec(bg, sandbox.Command{Args: []string{"sleep", marker}, Timeout: 10 * time.Second})
+	pid := 0
+	for deadline := time.Now().Add(5 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ents, _ := os.ReadDir("/proc")
+		for _, en := range ents {
+			if b, err := os.ReadFile("/proc/" + en.Name() + "/cmdline"); err == nil && string(b) == "sleep\x00"+marker+"\x00" {
+				pid, _ = strconv.Atoi(en.Name())
+			}
+		}
+	}
+	if pid == 0 {
+		t.Fatal("the sandboxed sleep did not show up")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.PtraceAttach(pid); err != nil {
+		t.Skipf("cannot ptrace the sandboxed command from the host: %v", err)
+	}
+	defer unix.PtraceDetach(pid)
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); err != nil {
+		t.Fatal(err)
+	}
+	const ptraceSeccompGetFilter = 0x420c
+	n, _, errno := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(pid), 0, 0, 0, 0)
+	if errno != 0 {
+		t.Skipf("PTRACE_SECCOMP_GET_FILTER: %v", errno)
+	}
+	raw := make([]unix.SockFilter, n)
+	if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(pid), 0, uintptr(unsafe.Pointer(&raw[0])), 0, 0); errno != 0 {
+		t.Fatal(errno)
+	}
+	insts := make([]bpf.Instruction, len(raw))
+	for i, r := range raw {
+		insts[i] = bpf.RawInstruction{Op: r.Code, Jt: r.Jt, Jf: r.Jf, K: r.K}.Disassemble()
+	}
+	return insts
+}
+
+// seccompVerdict runs that program on one system call as the kernel would
+// (x/net/bpf's VM reads words big-endian, so each 32-bit slot of
+// seccomp_data is written that way).
+func seccompVerdict(t *testing.T, prog []bpf.Instruction, auditArch, nr uint32, args ...uint64) uint32 {
+	t.Helper()
+	vm, err := bpf.NewVM(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,16 +333,18 @@ func TestReview2SeccompI386ABI(t *testing.T) {
 		auditArchI386  = 0x40000003
 		allow          = 0x7fff0000
 	)
+	e := newEnv(t)
+	prog := loadedSeccomp(t, e)
 	// Control: the x86_64 mount (165) and ptrace (101) are refused.
 	for _, nr := range []uint32{165, 101} {
-		if v := seccompVerdict(t, auditArchX8664, nr); v == allow {
+		if v := seccompVerdict(t, prog, auditArchX8664, nr); v == allow {
 			t.Fatalf("control: x86_64 syscall %d allowed", nr)
 		}
 	}
-	if v := seccompVerdict(t, auditArchX8664, unix.SYS_SOCKET, unix.AF_UNIX); v == allow {
+	if v := seccompVerdict(t, prog, auditArchX8664, unix.SYS_SOCKET, unix.AF_UNIX); v == allow {
 		t.Fatal("control: x86_64 socket(AF_UNIX) allowed")
 	}
-	if v := seccompVerdict(t, auditArchX8664, unix.SYS_SOCKET, unix.AF_INET); v != allow {
+	if v := seccompVerdict(t, prog, auditArchX8664, unix.SYS_SOCKET, unix.AF_INET); v != allow {
 		t.Fatal("control: x86_64 socket(AF_INET) refused")
 	}
 	// The same calls through the i386 ABI (int $0x80): mount 21, ptrace 26,
@@ -289,13 +352,12 @@ func TestReview2SeccompI386ABI(t *testing.T) {
 	// pidfd_getfd 438.
 	for name, nr := range map[string]uint32{"mount": 21, "ptrace": 26, "unshare": 310, "socket(AF_UNIX)": 359,
 		"keyctl": 288, "bpf": 357, "io_uring_setup": 425, "pidfd_getfd": 438} {
-		if v := seccompVerdict(t, auditArchI386, nr, unix.AF_UNIX); v == allow {
+		if v := seccompVerdict(t, prog, auditArchI386, nr, unix.AF_UNIX); v == allow {
 			t.Errorf("i386 %s (%d) passes the seccomp filter", name, nr)
 		}
 	}
 	// And for real where the kernel runs i386 system calls (IA32
 	// emulation, on by default in distribution kernels).
-	e := newEnv(t)
 	dir, path, connected := hostUnixSocket(t)
 	self, _ := os.Executable()
 	r := e.runWith(t, e.pol.Extend(policy.Policy{Read: []string{dir}}), sandbox.Command{Args: []string{self, "-test.run=^$", path},
@@ -315,21 +377,18 @@ func TestReview2SeccompI386ABI(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Finding: network "none" leaves AF_VSOCK open. vsock is not confined by the
 // network namespace: on a VM (Firecracker, WSL2, cloud guests with
-// virtio-vsock) the command reaches services of the hypervisor host and can
-// listen for it.
+// virtio-vsock) the command can connect to services of the hypervisor host
+// and listen for it.
 
 func r2Vsock() {
+	// Only the socket: the other side of vsock is the hypervisor's.
 	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0)
 	if err != nil {
 		fmt.Println("vsock socket BLOCKED", err)
 		return
 	}
-	// Listening (not connecting: the host side belongs to the hypervisor).
-	err = unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: 47000 + uint32(os.Getpid()%1000)})
-	if err == nil {
-		err = unix.Listen(fd, 1)
-	}
-	fmt.Println("vsock socket ALLOWED, bind+listen:", err)
+	unix.Close(fd)
+	fmt.Println("vsock socket ALLOWED")
 }
 
 func TestReview2VsockWithNetworkNone(t *testing.T) {
@@ -395,8 +454,8 @@ func TestReview2DenyDefeatedByRenamingTheParent(t *testing.T) {
 	}
 	t.Logf("first sandbox: %q %q", r.Stdout, r.Stderr)
 	// The same policy, a new sandbox.
-	r = e.runWith(t, pol, sh("cat config2/secret.env; echo; cat data2/keys/id"))
-	if strings.Contains(string(r.Stdout), "hunter2") || strings.Contains(string(r.Stdout), "PRIVATE-KEY") {
+	r, ok := e.tryRun(t, pol, sh("cat config2/secret.env; echo; cat data2/keys/id"))
+	if ok && strings.Contains(string(r.Stdout), "hunter2") || strings.Contains(string(r.Stdout), "PRIVATE-KEY") {
 		t.Errorf("denied content read in the next sandbox with the same policy: %q", r.Stdout)
 	}
 }
@@ -425,6 +484,9 @@ func TestReview2NestedBindFollowsPlantedSymlink(t *testing.T) {
 	}
 	r := e.runWith(t, pol, sh("mv lib lib.orig && ln -s .. lib && echo PLANTED"))
 	if !strings.Contains(string(r.Stdout), "PLANTED") {
+		if strings.Contains(string(r.Stderr), "busy") {
+			return // the directories above a nested policy path are pinned: fixed
+		}
 		t.Fatalf("could not plant the link: %q %q", r.Stdout, r.Stderr)
 	}
 	// The next sandbox refuses to build (the policy path now goes through
@@ -674,5 +736,240 @@ func TestReview2InitMemoryReadable(t *testing.T) {
 done; ls -l /proc/1/task/*/fd 2>/dev/null | grep -c socket`))
 	if strings.Contains(string(r.Stdout), "READ") {
 		t.Errorf("the command reads the init's memory: %q", r.Stdout)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Finding: when hutch runs as root, a sandboxed command ("root with no
+// power outside") creates set-user-ID-root executables on the host: it is
+// the owner of what it writes (uid 0), so chmod 4755 keeps the bit. nosuid
+// on the sandbox's binds and no_new_privs only protect the sandbox; on the
+// host, anyone who can reach the workspace runs the planted file as root.
+
+func TestReview2SetuidRootPlantedOnHost(t *testing.T) {
+	e := newEnv(t)
+	if os.Getuid() != 0 {
+		t.Skip("hutch is not running as root")
+	}
+	r := e.run(t, sh("cp /usr/bin/id ./rootid && chmod 4755 ./rootid && echo PLANTED"))
+	if !strings.Contains(string(r.Stdout), "PLANTED") {
+		// Refused (the fix); check the other ways to the same bits too.
+		if !strings.Contains(string(r.Stderr), "Operation not permitted") {
+			t.Fatalf("could not plant, but not because it was refused: %q %q", r.Stdout, r.Stderr)
+		}
+		for _, script := range []string{"chmod u+s /tmp/x 2>&1 || true; touch ./y && chmod g+s ./y", "install -m 4755 /usr/bin/id ./z", "umask 0; python3 -c \"import os; os.close(os.open('w', os.O_CREAT|os.O_WRONLY, 0o4755))\""} {
+			r := e.run(t, sh(script))
+			for _, name := range []string{"y", "z", "w"} {
+				if fi, err := os.Stat(filepath.Join(e.work, name)); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+					t.Errorf("%q made a set-ID file %s (%v): %s", script, name, fi.Mode(), r.Stderr)
+				}
+			}
+		}
+		return
+	}
+	fi, err := os.Stat(filepath.Join(e.work, "rootid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode()&os.ModeSetuid != 0 && st.Uid == 0 {
+		t.Errorf("the sandbox left a set-user-ID-root executable on the host: %v uid %d", fi.Mode(), st.Uid)
+		// Show it: an unprivileged host user runs it.
+		os.Chmod(e.work, 0o755)
+		os.Chmod(filepath.Dir(e.work), 0o755)
+		c := exec.Command(filepath.Join(e.work, "rootid"))
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := c.CombinedOutput()
+		t.Logf("run by uid 65534 on the host: %s %v", out, err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Findings on hosts without memory cgroups (not root and no delegated
+// subtree: the usual developer machine), where the memory limit becomes
+// RLIMIT_DATA. The test hides the cgroup hierarchies in a private mount
+// namespace (unshare -m) and reruns itself there.
+//
+//  1. In a one-shot run (isolated.Run, "hutch run") the init confines
+//     itself and applies the limits to its own process: its Go runtime
+//     already holds more private writable memory than a small limit, so its
+//     next allocation is refused and it dies. Any command that runs longer
+//     than a second under --memory 64M fails with "the sandbox's init is
+//     gone".
+//  2. RLIMIT_DATA does not count the sandbox's tmpfs mounts: /tmp and
+//     /dev/shm have no size= option, so a command under a 64 MiB limit
+//     keeps hundreds of MiB of RAM (up to half the host's, each) and the
+//     result says no limit was hit. (Shared anonymous mappings escape
+//     RLIMIT_DATA the same way.)
+
+func TestReview2MemoryLimitWithoutCgroups(t *testing.T) {
+	if os.Getenv("HUTCH_R2_INNER") == "mem" {
+		e := newEnv(t)
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20}})
+		r, err := isolated.Run(bg, pol, sh("awk '/VmData/ {print $2 * 1024}' /proc/1/status; awk '/Max data size/ {print $4}' /proc/1/limits; sleep 2; echo ok"))
+		fmt.Printf("INNER one-shot: err=%v exit=%d out=%q\n", err, r.ExitCode, r.Stdout)
+		if f := strings.Fields(string(r.Stdout)); len(f) >= 2 {
+			used, _ := strconv.ParseInt(f[0], 10, 64)
+			limit, lerr := strconv.ParseInt(f[1], 10, 64)
+			if lerr == nil && used > limit { // "unlimited": PID 1 is not bound, the command is
+				t.Errorf("the one-shot init holds %d bytes of private data under its own RLIMIT_DATA of %d: its next allocation kills it", used, limit)
+			}
+		}
+		if err != nil || !strings.Contains(string(r.Stdout), "ok") {
+			t.Errorf("one-shot run of 'sleep 2' under a 64 MiB limit: %v (stdout %q)", err, r.Stdout)
+		}
+		sb, err := isolated.New(bg, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		r, err = sb.Exec(bg, sandbox.Command{Shell: "head -c 300000000 /dev/zero > /dev/shm/big && du -m /dev/shm/big", Timeout: 10 * time.Second})
+		fmt.Printf("INNER tmpfs: err=%v exit=%d limit=%q out=%q\n", err, r.ExitCode, r.Limit, r.Stdout)
+		if err == nil && r.ExitCode == 0 {
+			t.Errorf("a command under a 64 MiB memory limit holds %s MiB of RAM in /dev/shm, limit %q", strings.Fields(string(r.Stdout))[0], r.Limit)
+		}
+		// The command itself is bound (the rlimit fallback, per process).
+		r, err = sb.Exec(bg, sandbox.Command{Args: []string{"awk", "/Max data size/ {print $4}", "/proc/self/limits"}})
+		if err != nil || strings.TrimSpace(string(r.Stdout)) != "67108864" {
+			t.Errorf("the command's own data limit: %q %v, want 67108864", r.Stdout, err)
+		}
+		return
+	}
+	newEnv(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to hide the cgroup hierarchies")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	self, _ := os.Executable()
+	c := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		`for d in /sys/fs/cgroup /sys/fs/cgroup/memory /sys/fs/cgroup/pids; do [ -d $d ] && mount -t tmpfs none $d; done; exec "$0" -test.run='^TestReview2MemoryLimitWithoutCgroups$' -test.v`, self)
+	c.Env = append(os.Environ(), "HUTCH_R2_INNER=mem")
+	out, err := c.CombinedOutput()
+	if !strings.Contains(string(out), "INNER") {
+		t.Fatalf("inner run failed: %v\n%s", err, out)
+	}
+	if err != nil {
+		t.Errorf("the rlimit memory bound:\n%s", out)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Finding: a denied path reached through an absolute symbolic link is
+// silently not denied. deny() looks the path up while the init's root is
+// still the staging tmpfs, where an absolute link target does not exist:
+// Lstat fails with ENOENT and deny returns nil ("not visible anyway"). In
+// the finished sandbox the same link resolves, and the file is readable.
+// (Landlock has no deny rules, so the mask is the only layer for Deny.)
+
+func TestReview2DenyThroughAbsoluteSymlink(t *testing.T) {
+	e := newEnv(t)
+	real := filepath.Join(e.work, "real-config")
+	os.MkdirAll(real, 0o755)
+	os.WriteFile(filepath.Join(real, "key.pem"), []byte("PRIVATE-KEY-PEM"), 0o644)
+	os.Symlink(real, filepath.Join(e.work, "config")) // config -> /abs/path/real-config
+	pol := e.pol.Extend(policy.Policy{Deny: []string{filepath.Join(e.work, "config", "key.pem")}})
+	if pol.CanRead(filepath.Join(e.work, "config", "key.pem")) {
+		t.Fatal("control: the policy itself says the file is readable")
+	}
+	r, ok := e.tryRun(t, pol, sh("cat config/key.pem"))
+	if ok && strings.Contains(string(r.Stdout), "PRIVATE-KEY-PEM") {
+		t.Errorf("a denied path was read through an absolute link: %q", r.Stdout)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Finding: the mount layer leaves the kernel's root-only controls writable.
+// The fresh /proc is read-write, and when hutch runs as root the sandbox's
+// uid is the host's root, owner of /proc/sys/*, /proc/sysrq-trigger,
+// /proc/irq/* and /proc/bus/pci/* (whose write handlers rely on that
+// ownership). Only Landlock, "best effort", stops a write: on a kernel
+// without it (or with it left out of lsm=) the command sets
+// kernel.core_pattern (host root code execution), reboots the host,
+// re-routes its interrupts or writes PCI configuration space. Container
+// runtimes mount these read-only for this reason. access(2) shows what mounts and ownership allow, since
+// Landlock does not mediate it.
+
+func TestReview2ProcWritableButForLandlock(t *testing.T) {
+	e := newEnv(t)
+	if os.Getuid() != 0 {
+		t.Skip("hutch is not running as root")
+	}
+	r := e.run(t, sh("for f in /proc/sys/kernel/core_pattern /proc/sys/vm/drop_caches /proc/sysrq-trigger /proc/irq/default_smp_affinity /proc/bus/pci/00/00.0; do test -w $f && echo WRITABLE $f; done; true"))
+	if strings.Contains(string(r.Stdout), "WRITABLE") {
+		t.Errorf("without Landlock the command could write these host controls:\n%s", r.Stdout)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Finding (low): the file tools do not treat a denied file like commands
+// do. The init serves read_file with every capability of the user
+// namespace, so the mask (an empty file nobody may read) reads as an empty
+// file without error, where a command gets EACCES: a model is told the
+// denied .env exists and is empty.
+
+func TestReview2FileToolReadsDeniedFileAsEmpty(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(filepath.Join(e.work, ".env"), []byte("PASSWORD"), 0o644)
+	pol := e.pol.Extend(policy.Policy{Deny: []string{filepath.Join(e.work, ".env")}})
+	sb, err := isolated.New(bg, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if r, _ := sb.Exec(bg, sh("cat .env")); r.ExitCode == 0 {
+		t.Fatalf("control: the command read the denied file: %q", r.Stdout)
+	}
+	if b, err := sb.Read(bg, ".env"); err == nil {
+		t.Errorf("read_file of a denied file succeeded (%q) where the command gets permission denied", b)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Finding: in a one-shot run (isolated.Run, "hutch run") what the command
+// leaves behind outlives it. The command is the init's child, not PID 1 of
+// a namespace of its own, so when it exits its background processes keep
+// running; while one holds the output pipe, Run waits for it, up to the
+// whole timeout (120 s by default), and it keeps changing files meanwhile.
+// In a session the same command returns at once and its leftovers die.
+
+func TestReview2OneShotLeftoversOutliveTheCommand(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	r, err := isolated.Run(bg, e.pol, sandbox.Command{Shell: "(sleep 1.5; echo late > late.txt) & echo started", Timeout: 8 * time.Second})
+	took := time.Since(start)
+	if err != nil || !strings.Contains(string(r.Stdout), "started") {
+		t.Fatalf("run: %v %+v", err, r)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "late.txt")); err == nil {
+		t.Errorf("a background process kept running after the command exited and wrote a file (Run took %v)", took.Round(time.Millisecond))
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Finding: the same rename defeats a read-only path nested in a writable
+// one ("--write . --read ./vendor/locked"). The ro bind is on the nested
+// directory only; a command renames its parent (not a mount point), and
+// the next sandbox with the same policy finds nothing to bind at the old
+// name: the directory, at its new name, is writable like the rest of the
+// workspace.
+
+func TestReview2NestedReadOnlyDefeatedByRenamingTheParent(t *testing.T) {
+	e := newEnv(t)
+	locked := filepath.Join(e.work, "vendor", "locked")
+	os.MkdirAll(locked, 0o755)
+	os.WriteFile(filepath.Join(locked, "lib.go"), []byte("package lib"), 0o644)
+	pol := e.pol.Extend(policy.Policy{Read: []string{locked}})
+	r := e.runWith(t, pol, sh("echo evil > vendor/locked/lib.go; mv vendor vendor2 && echo MOVED"))
+	if !strings.Contains(string(r.Stdout), "MOVED") {
+		t.Logf("the parent could not be renamed: %q", r.Stderr)
+		return
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.work, "vendor2", "locked", "lib.go")); string(b) != "package lib" {
+		t.Fatalf("control: the read-only path was changed in the first sandbox: %q", b)
+	}
+	if r, ok := e.tryRun(t, pol, sh("echo evil > vendor2/locked/lib.go && echo WROTE")); ok && strings.Contains(string(r.Stdout), "WROTE") {
+		t.Errorf("the read-only directory, renamed by an earlier command, is writable in the next sandbox with the same policy")
 	}
 }
