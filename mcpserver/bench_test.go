@@ -15,36 +15,21 @@ import (
 // and the in-memory transport: the server's own cost, without stdio or a
 // Node client (bench/mcp-read.sh measures that, against the reference).
 func BenchmarkReadFile(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "file.txt"), []byte(strings.Repeat("x", 4096)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer closeAll()
-	srv, _ := mcpserver.New(cfg)
 	st, ct := mcp.NewInMemoryTransports()
-	ss, _ := srv.Connect(bg, st, nil)
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(bg, ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "file.txt"}}
-	for b.Loop() {
-		res, err := cs.CallTool(bg, params)
-		if err != nil || res.IsError {
-			b.Fatal(err, res)
-		}
-	}
+	benchReadFile(b, st, ct)
 }
 
 // BenchmarkReadFileLineTransport is the same round trip over hutch's
 // LineTransport on both ends, through OS pipes as stdio would be.
 func BenchmarkReadFileLineTransport(b *testing.B) {
+	c2sR, c2sW, _ := os.Pipe()
+	s2cR, s2cW, _ := os.Pipe()
+	benchReadFile(b, &mcpserver.LineTransport{In: c2sR, Out: s2cW}, &mcpserver.LineTransport{In: s2cR, Out: c2sW})
+}
+
+// benchReadFile serves a 4 KiB file on the server transport and times
+// read_file calls from a client on the other.
+func benchReadFile(b *testing.B, server, client mcp.Transport) {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "file.txt"), []byte(strings.Repeat("x", 4096)), 0o644); err != nil {
 		b.Fatal(err)
@@ -54,15 +39,16 @@ func BenchmarkReadFileLineTransport(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer closeAll()
-	srv, _ := mcpserver.New(cfg)
-	c2sR, c2sW, _ := os.Pipe()
-	s2cR, s2cW, _ := os.Pipe()
-	ss, err := srv.Connect(bg, &mcpserver.LineTransport{In: c2sR, Out: s2cW}, nil)
+	srv, err := mcpserver.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ss, err := srv.Connect(bg, server, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(bg, &mcpserver.LineTransport{In: s2cR, Out: c2sW}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(bg, client, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -148,17 +148,24 @@ func isBinary(b []byte) bool {
 	if bytes.IndexByte(head, 0) >= 0 {
 		return true
 	}
-	if len(head) < len(b) { // a character may straddle the cut: drop it
-		for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
-			if utf8.RuneStart(head[i]) {
-				if !utf8.FullRune(head[i:]) {
-					head = head[:i]
-				}
-				break
-			}
-		}
+	if len(head) < len(b) { // a character may straddle the cut
+		head = trimPartialRune(head)
 	}
 	return !utf8.Valid(head)
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of b (what
+// cutting text at a byte count leaves behind).
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
 }
 
 // lineWindow returns lines offset (1-based) to offset+limit-1 (to the end

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/permission"
 )
@@ -42,14 +41,7 @@ func fetchURL(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	}
 	b := res.Body
 	if res.Truncated { // the cut may have split the last character
-		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-			if utf8.RuneStart(b[i]) {
-				if !utf8.FullRune(b[i:]) {
-					b = b[:i]
-				}
-				break
-			}
-		}
+		b = trimPartialRune(b)
 	}
 	body := string(b)
 	if isBinary(b) {

@@ -16,6 +16,7 @@ import (
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
+	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
 )
 
 var bg = context.Background()
@@ -396,23 +397,8 @@ func TestTimeoutKillsDaemons(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("Run returned after %v", d)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		var left []string
-		ents, _ := os.ReadDir("/proc")
-		for _, en := range ents {
-			b, err := os.ReadFile("/proc/" + en.Name() + "/cmdline")
-			if err == nil && bytes.Contains(b, []byte(marker)) {
-				left = append(left, en.Name())
-			}
-		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes outlived the timeout: %v", left)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if left := sandboxtest.Survivors(marker, 3*time.Second); len(left) > 0 {
+		t.Fatalf("processes outlived the timeout: %v", left)
 	}
 }
 

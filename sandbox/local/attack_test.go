@@ -39,6 +39,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/local"
+	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
 )
 
 var bg = context.Background()
@@ -1246,40 +1247,6 @@ func TestAttackExecEnvSecrets(t *testing.T) {
 	}
 }
 
-// processes lists live (non-zombie) host processes whose command line
-// contains marker.
-func processes(marker string) []string {
-	var found []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i:], []byte(") Z")) {
-			continue // a zombie is dead, only not reaped yet
-		}
-		found = append(found, e.Name()+":"+strings.ReplaceAll(string(b), "\x00", " "))
-	}
-	return found
-}
-
-// survivors polls /proc for up to grace until no live process matches.
-func survivors(marker string, grace time.Duration) []string {
-	deadline := time.Now().Add(grace)
-	for {
-		left := processes(marker)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func uniqueMarker() string {
 	return fmt.Sprintf("%d%09d", os.Getpid()%1000, time.Now().UnixNano()%1_000_000_000)
 }
@@ -1308,7 +1275,7 @@ func TestAttackExecForkBomb(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(r.Stdout)), "\n")
 	forks, _ := strconv.Atoi(lines[len(lines)-1])
-	left := survivors(marker, 2*time.Second)
+	left := sandboxtest.Survivors(marker, 2*time.Second)
 	t.Logf("fork bomb: %d sleeps started, Exec returned after %v, %d survivors", forks, elapsed, len(left))
 	if len(left) > 0 {
 		t.Errorf("%d processes survived the timeout, e.g. %q", len(left), left[:min(5, len(left))])
@@ -1338,7 +1305,7 @@ func TestAttackExecMemoryHog(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			for _, p := range processes(marker) {
+			for _, p := range sandboxtest.Processes(marker) {
 				pid, _, _ := strings.Cut(p, ":")
 				if kib := vmRSSOf("/proc/" + pid + "/status"); kib > peakKiB.Load() {
 					peakKiB.Store(kib)
@@ -1370,7 +1337,7 @@ func TestAttackExecMemoryHog(t *testing.T) {
 	if peakKiB.Load() < 128<<10 {
 		t.Errorf("peak RSS seen %d KiB: the hog was not hungry, the test proves nothing", peakKiB.Load())
 	}
-	if left := survivors(marker, 2*time.Second); len(left) > 0 {
+	if left := sandboxtest.Survivors(marker, 2*time.Second); len(left) > 0 {
 		t.Errorf("hog survived: %q", left)
 	}
 }
@@ -1415,7 +1382,7 @@ func TestAttackExecClosedStdout(t *testing.T) {
 			if limit := min(c.timeout, time.Second) + 2*time.Second; elapsed > limit {
 				t.Errorf("Exec returned after %v, want under %v", elapsed, limit)
 			}
-			if left := survivors(marker, 2*time.Second); len(left) > 0 {
+			if left := sandboxtest.Survivors(marker, 2*time.Second); len(left) > 0 {
 				t.Errorf("processes survived: %q", left)
 			}
 		})

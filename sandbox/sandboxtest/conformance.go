@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -399,7 +400,7 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 			t.Errorf("Exec returned after %v", d)
 		}
 		if opts.HostProcesses {
-			if left := processesMatching(marker, 2*time.Second); len(left) > 0 {
+			if left := Survivors(marker, 2*time.Second); len(left) > 0 {
 				t.Errorf("processes outlived the timeout: %q", left)
 			}
 		}
@@ -413,7 +414,7 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 		if r.TimedOut || string(r.Stdout) != "ok\n" {
 			t.Errorf("got %+v", r)
 		}
-		if left := processesMatching(marker, 2*time.Second); len(left) > 0 {
+		if left := Survivors(marker, 2*time.Second); len(left) > 0 {
 			t.Errorf("background processes survived: %q", left)
 		}
 	})
@@ -427,25 +428,37 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 	})
 }
 
-// processesMatching lists host processes whose command line contains
-// marker, waiting up to grace for the kernel to finish killing them.
-func processesMatching(marker string, grace time.Duration) []string {
+// Processes lists the live (non-zombie) host processes whose command line
+// contains marker, as "PID:command line". Tier tests use it to prove that
+// nothing a command started outlives it.
+func Processes(marker string) []string {
+	var found []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i:], []byte(") Z")) {
+			continue // a zombie is dead, only not reaped yet
+		}
+		found = append(found, e.Name()+":"+strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return found
+}
+
+// Survivors polls Processes for up to grace (the kernel may take a moment
+// to finish killing) and returns what is still alive.
+func Survivors(marker string, grace time.Duration) []string {
 	deadline := time.Now().Add(grace)
 	for {
-		var found []string
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err == nil && bytes.Contains(b, []byte(marker)) {
-				stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-				if bytes.Contains(stat, []byte(") Z ")) {
-					continue // a zombie is dead; its parent just has not reaped it
-				}
-				found = append(found, e.Name()+":"+strings.ReplaceAll(string(b), "\x00", " "))
-			}
-		}
-		if len(found) == 0 || time.Now().After(deadline) {
-			return found
+		left := Processes(marker)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
