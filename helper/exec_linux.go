@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -53,6 +53,20 @@ func execMain() int {
 // status. A program that cannot be found or run gets the shell's 127 or
 // 126 and a line on stderr; err is for a sandbox that could not be set up.
 func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
+	prog, st, ok := findProgram(job, stderr)
+	if !ok {
+		return st, nil
+	}
+	if err := confine(job); err != nil {
+		return Status{}, fmt.Errorf("confining the command: %w", err)
+	}
+	return startAndReap(job, prog, stdin, stdout, stderr, nil)
+}
+
+// findProgram looks the command up in its own PATH, from its own start
+// directory. When it is missing or cannot run, ok is false, a line naming
+// it is on stderr and st carries the shell's 127 or 126.
+func findProgram(job Job, stderr *os.File) (prog string, st Status, ok bool) {
 	pathEnv := sandbox.DefaultPath
 	for _, kv := range job.Env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
@@ -65,15 +79,21 @@ func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 			err = errors.New("command not found")
 		}
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return Status{Exited: true, ExitCode: code}, nil
+		return "", Status{Exited: true, ExitCode: code}, false
 	}
-	if err := confine(job); err != nil {
-		return Status{}, fmt.Errorf("confining the command: %w", err)
-	}
-	cmd := exec.Command(prog)
-	cmd.Args, cmd.Env, cmd.Dir = job.Argv, job.Env, job.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	if err := cmd.Start(); err != nil {
+	return prog, Status{}, true
+}
+
+// startAndReap starts prog from the calling thread (confined already)
+// with the given standard streams, calls started (when set) once it runs,
+// then reaps every process that comes to this PID 1 until the command
+// itself ends, and returns its status. Whatever the command left running
+// is the caller's to end.
+func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started func()) (Status, error) {
+	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
+		Dir: job.Dir, Env: job.Env, Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()},
+	})
+	if err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
 			code = 127
@@ -81,22 +101,25 @@ func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
 		return Status{Exited: true, ExitCode: code}, nil
 	}
-	if err := limitMemory(job, cmd.Process.Pid); err != nil {
-		_ = cmd.Process.Kill()
+	if err := limitMemory(job, pid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
 		return Status{}, fmt.Errorf("memory limit: %w", err)
+	}
+	if started != nil {
+		started()
 	}
 	// Reap everything (orphans come to PID 1); report the command itself.
 	for {
 		var ws unix.WaitStatus
 		var ru unix.Rusage
-		pid, err := unix.Wait4(-1, &ws, 0, &ru)
+		got, err := unix.Wait4(-1, &ws, 0, &ru)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			return Status{}, fmt.Errorf("waiting: %w", err)
 		}
-		if pid != cmd.Process.Pid {
+		if got != pid {
 			continue
 		}
 		st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,

@@ -28,8 +28,9 @@ import (
 // The argv[0] values that select a helper role. They cannot be confused
 // with a real invocation: no program is started with these names.
 const (
-	InitName = "hutch-sandbox-init"
-	ExecName = "hutch-sandbox-exec"
+	InitName   = "hutch-sandbox-init"
+	ExecName   = "hutch-sandbox-exec"
+	RunnerName = "hutch-sandbox-runner"
 )
 
 var ready atomic.Bool
@@ -48,6 +49,8 @@ func Main() {
 			os.Exit(initMain())
 		case ExecName:
 			os.Exit(execMain())
+		case RunnerName:
+			os.Exit(runnerMain())
 		}
 	}
 	ready.Store(true)

@@ -49,6 +49,8 @@ type Response struct {
 	Files    []string          `json:"files,omitempty"`
 	Status   *Status           `json:"status,omitempty"`
 	TimedOut bool              `json:"timed_out,omitempty"`
+	// Done, from a runner, says it takes no further command.
+	Done bool `json:"done,omitempty"`
 }
 
 // WireError carries a sandbox error across the boundary so that errors.Is

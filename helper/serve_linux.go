@@ -35,6 +35,10 @@ type server struct {
 	mu        sync.Mutex
 	execs     map[uint64]*exec.Cmd
 	cancelled map[uint64]bool // cancels that came before their exec started
+	// runner serves the session's commands one at a time (see runner);
+	// runnerBusy while it runs one.
+	runner     *runner
+	runnerBusy bool
 }
 
 func serve(conn *Conn, job Job) {
@@ -170,8 +174,9 @@ func (s *server) final(job Job, req Request, passed []*os.File, res *Response) e
 	return nil
 }
 
-// exec runs one command through the exec helper, as PID 1 of a new PID
-// namespace, with the three pipes the host passed as its standard streams.
+// exec runs one command: the only one of a one-shot sandbox from the init
+// itself, otherwise through the session's runner, or through a fresh exec
+// helper while the runner is busy.
 func (s *server) exec(req Request, passed []*os.File, res *Response) error {
 	if len(passed) != 3 || req.Job == nil || len(req.Job.Argv) == 0 {
 		return errors.New("exec needs a command and three pipes")
@@ -192,6 +197,101 @@ func (s *server) exec(req Request, passed []*os.File, res *Response) error {
 	if req.Final {
 		return s.final(job, req, passed, res)
 	}
+	if r := s.takeRunner(); r != nil {
+		return s.execInRunner(r, req, &job, passed, res)
+	}
+	return s.execHelper(req, job, passed, res)
+}
+
+// takeRunner returns the session's idle runner, starting one when there
+// is none; nil when the session cannot use one or it is busy with another
+// command (which then takes the exec helper path).
+func (s *server) takeRunner() *runner {
+	if !useRunner(s.job) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runnerBusy {
+		return nil
+	}
+	if s.runner == nil {
+		r, err := startRunner(s.job)
+		if err != nil {
+			return nil // the exec helper path reports what is wrong
+		}
+		s.runner = r
+	}
+	s.runnerBusy = true
+	return s.runner
+}
+
+// execInRunner runs one command through the session's runner. A timeout
+// or cancel kills the runner, and with it everything of the command.
+func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.File, res *Response) error {
+	keep := false
+	defer func() {
+		s.mu.Lock()
+		delete(s.execs, req.ID)
+		if !keep {
+			s.runner = nil
+		}
+		s.runnerBusy = false
+		s.mu.Unlock()
+		if !keep {
+			r.discard()
+		}
+	}()
+	s.mu.Lock()
+	s.execs[req.ID] = r.cmd
+	if s.cancelled[req.ID] {
+		delete(s.cancelled, req.ID)
+		_ = r.cmd.Process.Kill()
+	}
+	s.mu.Unlock()
+	timedOut := s.killAfter(req.Timeout, r.cmd)
+	out, ok, err := r.run(req.ID, &Job{Argv: job.Argv, Env: job.Env, Dir: job.Dir}, passed)
+	keep = ok
+	if err != nil {
+		return err
+	}
+	if out.Err != nil {
+		return out.Err.Error()
+	}
+	if out.Status == nil { // killed (timeout, cancel) or died mid-command
+		out.Status = &Status{Signal: int(syscall.SIGKILL)}
+	}
+	res.Status = out.Status
+	res.TimedOut = timedOut()
+	return nil
+}
+
+// killAfter kills c when the timeout (in milliseconds; 0 for none) passes.
+// The function it returns stops the clock and reports whether it fired.
+func (s *server) killAfter(ms int64, c *exec.Cmd) func() bool {
+	if ms <= 0 {
+		return func() bool { return false }
+	}
+	fired := make(chan struct{})
+	timer := time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
+		close(fired)
+		_ = c.Process.Kill()
+	})
+	return func() bool {
+		timer.Stop()
+		select {
+		case <-fired:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// execHelper runs one command through a fresh exec helper, as PID 1 of a
+// new PID namespace, with the three pipes the host passed as its standard
+// streams.
+func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Response) error {
 
 	jobR, jobW, err := os.Pipe()
 	if err != nil {
@@ -233,23 +333,9 @@ func (s *server) exec(req Request, passed []*os.File, res *Response) error {
 	_ = json.NewEncoder(jobW).Encode(job)
 	jobW.Close()
 
-	var timer *time.Timer
-	timedOut := make(chan struct{})
-	if req.Timeout > 0 {
-		timer = time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() {
-			close(timedOut)
-			_ = c.Process.Kill() // PID 1 of its namespace: everything goes
-		})
-	}
+	timedOut := s.killAfter(req.Timeout, c) // PID 1 of its namespace: everything goes
 	werr := c.Wait()
-	if timer != nil {
-		timer.Stop()
-	}
-	select {
-	case <-timedOut:
-		res.TimedOut = true
-	default:
-	}
+	res.TimedOut = timedOut()
 	var st Status
 	if b, _ := io.ReadAll(io.LimitReader(stR, 1<<16)); json.Unmarshal(b, &st) == nil {
 		res.Status = &st

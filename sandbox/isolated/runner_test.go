@@ -1,0 +1,105 @@
+package isolated_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
+)
+
+// A session's commands go through one long-lived runner (PID 1 of a PID
+// namespace of its own). These cases try to make one command reach the
+// runner or the next command, and check that a runner killed on timeout is
+// replaced.
+func TestRunner(t *testing.T) {
+	e := newEnv(t)
+	pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{FileSize: 1 << 20, CPUTime: 30 * time.Second}})
+	sb, err := isolated.New(bg, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	exec := func(t *testing.T, script string, timeout time.Duration) sandbox.Result {
+		t.Helper()
+		r, err := sb.Exec(bg, sandbox.Command{Shell: script, Timeout: timeout})
+		if err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		return r
+	}
+	alive := func(t *testing.T) {
+		t.Helper()
+		if r := exec(t, "echo alive", 10*time.Second); r.ExitCode != 0 || string(r.Stdout) != "alive\n" {
+			t.Fatalf("the session no longer runs commands: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+	t.Run("signals to PID 1 change nothing", func(t *testing.T) {
+		r := exec(t, "for s in TERM INT HUP QUIT USR1 USR2 ALRM XCPU XFSZ TSTP STOP KILL; do kill -$s 1; done; echo done", 10*time.Second)
+		if r.ExitCode != 0 || string(r.Stdout) != "done\n" {
+			t.Errorf("exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+		}
+		alive(t)
+	})
+	t.Run("the runner's signal handling does not reach commands", func(t *testing.T) {
+		// SIGXFSZ must still stop a command that writes past the limit
+		// (the shell reports 128+25).
+		r := exec(t, "head -c 2000000 /dev/zero > /tmp/big; echo $?", 10*time.Second)
+		if string(r.Stdout) != "153\n" {
+			t.Errorf("writing past the file size limit: %q %q", r.Stdout, r.Stderr)
+		}
+		r = exec(t, "trap - TERM; kill -TERM $$; echo survived", 10*time.Second)
+		if strings.Contains(string(r.Stdout), "survived") {
+			t.Errorf("a command cannot be stopped by SIGTERM: %q", r.Stdout)
+		}
+	})
+	t.Run("leftovers are gone before the next command", func(t *testing.T) {
+		exec(t, "setsid sleep 1000 >/dev/null 2>&1 & (sleep 1001 &) ; echo started", 10*time.Second)
+		r := exec(t, "ps -eo args 2>/dev/null || cat /proc/[0-9]*/cmdline", 10*time.Second)
+		if strings.Contains(string(r.Stdout), "sleep 100") {
+			t.Errorf("a previous command's process is still running:\n%s", r.Stdout)
+		}
+	})
+	t.Run("a timeout replaces the runner", func(t *testing.T) {
+		r := exec(t, "sleep 30", 300*time.Millisecond)
+		if !r.TimedOut {
+			t.Errorf("not timed out: %+v", r)
+		}
+		alive(t)
+		alive(t)
+	})
+	t.Run("commands while the runner is busy", func(t *testing.T) {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := exec(t, "sleep 1; echo slow", 10*time.Second); string(r.Stdout) != "slow\n" {
+				t.Errorf("the long command: %q %q", r.Stdout, r.Stderr)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		for range 3 {
+			alive(t)
+		}
+		wg.Wait()
+	})
+	t.Run("a command cannot reach the helpers' descriptors or memory", func(t *testing.T) {
+		// The control line: a command resolves its own descriptors.
+		r := exec(t, `n=0
+readlink /proc/$$/fd/1 >/dev/null || echo "control: cannot resolve its own descriptor"
+for p in /proc/[0-9]*; do
+  case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in
+  hutch-sandbox*) n=$((n+1))
+    for f in environ mem maps; do cat $p/$f >/dev/null 2>&1 && echo "read $p/$f"; done
+    for f in $p/fd/*; do readlink $f >/dev/null 2>&1 && echo "resolved $f"; ( : < $f ) 2>/dev/null && echo "opened $f"; done;;
+  esac
+done
+echo "helpers $n"`, 10*time.Second)
+		if got := string(r.Stdout); got != "helpers 2\n" {
+			t.Errorf("want only the init and the runner, out of reach; got %q %q", got, r.Stderr)
+		}
+	})
+}
