@@ -89,7 +89,7 @@ func TestRunner(t *testing.T) {
 	t.Run("a command cannot reach the helpers' descriptors or memory", func(t *testing.T) {
 		// The control line: a command resolves its own descriptors.
 		r := exec(t, `n=0
-readlink /proc/$$/fd/1 >/dev/null || echo "control: cannot resolve its own descriptor"
+readlink /proc/self/fd/1 >/dev/null || echo "control: cannot resolve its own descriptor"
 for p in /proc/[0-9]*; do
   case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in
   hutch-sandbox*) n=$((n+1))
