@@ -171,12 +171,12 @@ describe('hutch mcp', () => {
 
     // shell: exit code, both streams, the root as working directory.
     structured(await call(client, 'shell', { command: 'echo out; echo err >&2; exit 3' }),
-      { exit_code: 3, stdout: 'out\n', stderr: 'err\n', timed_out: false }, 'shell');
+      { exit_code: 3, stdout: 'out\n', stderr: 'err\n', timed_out: false, blocked: [] }, 'shell');
     structured(await call(client, 'shell', { command: 'pwd; cat dir/a.txt' }),
-      { exit_code: 0, stdout: `${root}\na-b-c`, stderr: '', timed_out: false }, 'shell pwd');
+      { exit_code: 0, stdout: `${root}\na-b-c`, stderr: '', timed_out: false, blocked: [] }, 'shell pwd');
     // What the shell writes, the file tools see.
     structured(await call(client, 'shell', { command: 'printf made-by-shell > fromsh.txt' }),
-      { exit_code: 0, stdout: '', stderr: '', timed_out: false }, 'shell writes a file');
+      { exit_code: 0, stdout: '', stderr: '', timed_out: false, blocked: [] }, 'shell writes a file');
     assert.equal(text(ok(await call(client, 'read_file', { path: 'fromsh.txt' }), 'read_file of a shell-made file')), 'made-by-shell');
   });
 
@@ -274,7 +274,7 @@ describe('hutch mcp', () => {
 
     // shell also asks, and runs when accepted.
     structured(await call(client, 'shell', { command: 'echo yes' }),
-      { exit_code: 0, stdout: 'yes\n', stderr: '', timed_out: false }, 'shell accepted');
+      { exit_code: 0, stdout: 'yes\n', stderr: '', timed_out: false, blocked: [] }, 'shell accepted');
     assert.equal(elicitations.length, 2);
     assert.match(elicitations[1].message, /echo yes/, 'the question shows the command');
   });
@@ -407,7 +407,7 @@ describe('hutch mcp', () => {
     assert.equal(fs.existsSync(path.join(root, 'log.txt')), false);
     // Approved while the server runs: the store is shared with the CLI.
     hutchOK('approvals', 'approve', id, '--store', store);
-    structured(await call(s.client, 'shell', { command }), { exit_code: 0, stdout: '', stderr: '', timed_out: false }, 'approved shell');
+    structured(await call(s.client, 'shell', { command }), { exit_code: 0, stdout: '', stderr: '', timed_out: false, blocked: [] }, 'approved shell');
     failed(await call(s.client, 'shell', { command }), 'shell again', /approval required/i);
     assert.equal(fs.readFileSync(path.join(root, 'log.txt'), 'utf8'), 'run\n', 'ran exactly once');
   });

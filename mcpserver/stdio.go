@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,7 +31,32 @@ type LineTransport struct {
 
 // StdioTransport is a LineTransport on the process's standard input and
 // output.
-func StdioTransport() *LineTransport { return &LineTransport{In: os.Stdin, Out: os.Stdout} }
+//
+// Where standard input and output are pipes or sockets (as when an MCP
+// client starts the server), they are switched to non-blocking mode and
+// served by Go's network poller: a read then parks one goroutine instead
+// of holding a thread in a blocking system call that the scheduler must
+// notice and work around, which on a small machine costs tens of
+// microseconds per message. A terminal, or a regular file, is left as it
+// is. Nothing else in the process may use os.Stdin or os.Stdout then
+// (nothing should: they carry the protocol).
+func StdioTransport() *LineTransport {
+	return &LineTransport{In: pollable(os.Stdin), Out: pollable(os.Stdout)}
+}
+
+// pollable returns f reopened on the network poller when it is a pipe or
+// a socket, else f.
+func pollable(f *os.File) *os.File {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return f
+	}
+	fd := int(f.Fd())
+	if syscall.SetNonblock(fd, true) != nil {
+		return f
+	}
+	return os.NewFile(uintptr(fd), f.Name())
+}
 
 // Connect starts reading; the connection ends at EOF, on a read error or on
 // Close.

@@ -59,6 +59,12 @@ type Result struct {
 	// sets no limits).
 	Limit    string
 	Duration time.Duration
+	// Blocked lists the network destinations ("host:port") the sandbox's
+	// allow-list refused while the command ran, in the order first
+	// refused, without duplicates. Empty when none were (or the tier has
+	// no allow-list). While commands of one session overlap, a refusal is
+	// reported in each of the overlapping results.
+	Blocked []string
 
 	StdoutTruncated bool
 	StderrTruncated bool
@@ -78,7 +84,12 @@ func (r Result) Status() int {
 
 // MarshalJSON encodes the result with snake_case keys, output as text
 // (invalid UTF-8 is replaced by U+FFFD) and the duration in milliseconds.
+// Blocked is always a list ([] when nothing was refused).
 func (r Result) MarshalJSON() ([]byte, error) {
+	blocked := r.Blocked
+	if blocked == nil {
+		blocked = []string{}
+	}
 	return json.Marshal(resultJSON{
 		ExitCode:        r.ExitCode,
 		Stdout:          string(r.Stdout),
@@ -86,6 +97,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		TimedOut:        r.TimedOut,
 		Signal:          r.Signal,
 		Limit:           r.Limit,
+		Blocked:         blocked,
 		DurationMS:      r.Duration.Milliseconds(),
 		StdoutTruncated: r.StdoutTruncated,
 		StderrTruncated: r.StderrTruncated,
@@ -95,17 +107,18 @@ func (r Result) MarshalJSON() ([]byte, error) {
 }
 
 type resultJSON struct {
-	ExitCode        int    `json:"exit_code"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	TimedOut        bool   `json:"timed_out"`
-	Signal          string `json:"signal"`
-	Limit           string `json:"limit"`
-	DurationMS      int64  `json:"duration_ms"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
-	StdoutSize      int64  `json:"stdout_size"`
-	StderrSize      int64  `json:"stderr_size"`
+	ExitCode        int      `json:"exit_code"`
+	Stdout          string   `json:"stdout"`
+	Stderr          string   `json:"stderr"`
+	TimedOut        bool     `json:"timed_out"`
+	Signal          string   `json:"signal"`
+	Limit           string   `json:"limit"`
+	Blocked         []string `json:"blocked"`
+	DurationMS      int64    `json:"duration_ms"`
+	StdoutTruncated bool     `json:"stdout_truncated"`
+	StderrTruncated bool     `json:"stderr_truncated"`
+	StdoutSize      int64    `json:"stdout_size"`
+	StderrSize      int64    `json:"stderr_size"`
 }
 
 // Validate checks cmd and returns it with defaults filled in. Errors match

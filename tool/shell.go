@@ -60,6 +60,9 @@ type ShellResult struct {
 	Stdout   string `json:"stdout"`
 	Stderr   string `json:"stderr"`
 	TimedOut bool   `json:"timed_out"`
+	// Blocked lists the destinations ("host:port") the sandbox's network
+	// allow-list refused during the command; [] when none.
+	Blocked []string `json:"blocked"`
 }
 
 func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
@@ -93,6 +96,12 @@ func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		Stdout:   Truncate(string(res.Stdout), MaxShellLines, MaxShellChars),
 		Stderr:   Truncate(string(res.Stderr), MaxShellLines, MaxShellChars),
 		TimedOut: res.TimedOut,
+		Blocked:  res.Blocked,
+	}
+	if r.Blocked == nil {
+		r.Blocked = []string{}
+	} else {
+		r.Stderr += fmt.Sprintf("\n[network refused %s: not in the sandbox's allow-list]", strings.Join(r.Blocked, ", "))
 	}
 	if res.TimedOut {
 		r.Stderr += fmt.Sprintf("\n[timed out after %v; every process it started was stopped]", timeout)

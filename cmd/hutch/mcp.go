@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -112,6 +113,14 @@ func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
 	defer closeAll()
 	cfg.Version = version()
 	if s.HTTP == "" {
+		// One client, one request at a time, each crossing several
+		// goroutines inside the SDK: on one scheduler thread those
+		// hand-offs cost no thread wake-ups (read_file round trips about
+		// 30% faster here). Tools still run blocking work (commands, file
+		// system calls) on threads of their own.
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(1)
+		}
 		return mcpserver.ServeStdio(ctx, cfg)
 	}
 	h, err := mcpserver.Handler(cfg)
