@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/policy"
 )
 
 // initMain is PID 1 of the sandbox's new user, mount, PID, IPC, UTS and
@@ -31,9 +34,21 @@ func initMain() int {
 		return 1
 	}
 	job := *req.Job
+	var proxyListeners []net.Listener
 	if err := setup(job); err != nil {
 		_ = conn.Send(Response{ID: req.ID, Err: &WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}})
 		return 1
+	}
+	if job.Policy.Network == policy.NetworkAllow {
+		// Listening before the sandbox is reported ready: no command can
+		// take the port first.
+		ls, err := listenProxy()
+		if err != nil {
+			_ = conn.Send(Response{ID: req.ID, Err: &WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}})
+			return 1
+		}
+		proxyListeners = ls
+		bridge(NewConn(NetFD), proxyListeners)
 	}
 	if err := conn.Send(Response{ID: req.ID}); err != nil {
 		return 1

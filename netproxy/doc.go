@@ -17,11 +17,14 @@
 //	[fd00::/8]:443       IPv6 range with a port: brackets around the whole range
 //	example.com:443      any of the above with a port (1-65535)
 //
-// Names are ASCII: a non-ASCII name is refused with its punycode (xn--)
-// form suggested. A wildcard is only the whole leftmost label and never
-// covers a bare public suffix (*.com, *.co.uk, *.github.io) or a single
-// label (*.internal). Deny entries use the same grammar and win over allow
-// entries.
+// Names are ASCII letters, digits, "-" and "_": a non-ASCII name is
+// refused with a hint to write its punycode (xn--) form; it is not
+// converted. Names a resolver could read as a number ("2130706433",
+// "127.1") are refused. A wildcard is only the whole leftmost label and
+// never covers a bare public suffix (*.com, *.co.uk, *.github.io) or a
+// single label (*.internal). A range of every address (0.0.0.0/0, ::/0)
+// is refused too. Deny entries use the same grammar and win over allow
+// entries; deny ranges also apply to the addresses names resolve to.
 //
 // # Decisions
 //

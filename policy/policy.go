@@ -21,16 +21,21 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hutchsandbox/hutch/netproxy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // Network says what network a command has.
 type Network string
 
-// Network settings. Allow-lists are their own feature (package netproxy).
+// Network settings.
 const (
 	NetworkNone Network = "none" // a private network namespace with only loopback
 	NetworkAll  Network = "all"  // the host's network
+	// NetworkAllow keeps the private network namespace; its only way out is
+	// hutch's filtering proxy (package netproxy), which lets through the
+	// hosts in Policy.Hosts and no entry of Policy.DenyHosts.
+	NetworkAllow Network = "allow"
 )
 
 // Limits bound a command's resources; zero means no limit.
@@ -59,8 +64,15 @@ type Policy struct {
 	// writable path: a denied directory appears empty, a denied file
 	// unreadable. Deny wins.
 	Deny []string
-	// Network is none (the default) or all.
+	// Network is none (the default), all, or allow (only Hosts, through
+	// the filtering proxy).
 	Network Network
+	// Hosts are the network allow-list entries (netproxy's grammar:
+	// host[:port], *.example.com, an IP address or a CIDR range). Listing
+	// any makes the network "allow" unless it is set otherwise.
+	Hosts []string
+	// DenyHosts are entries refused even when Hosts matches: deny wins.
+	DenyHosts []string
 	// Dir is where the command starts ("" is the first writable path, else
 	// the private /tmp).
 	Dir string
@@ -108,8 +120,16 @@ func (p Policy) Extend(q Policy) Policy {
 	out.Read = union(p.Read, q.Read)
 	out.Write = union(p.Write, q.Write)
 	out.Deny = union(p.Deny, q.Deny)
-	if q.Network != "" {
+	out.Hosts = union(p.Hosts, q.Hosts)
+	out.DenyHosts = union(p.DenyHosts, q.DenyHosts)
+	switch {
+	case q.Network == NetworkAll || q.Network == NetworkNone:
+		// An explicit none or all replaces any allow-list.
+		out.Network, out.Hosts, out.DenyHosts = q.Network, nil, nil
+	case q.Network != "":
 		out.Network = q.Network
+	case len(q.Hosts) > 0 && out.Network != NetworkAll:
+		out.Network = NetworkAllow
 	}
 	if q.Dir != "" {
 		out.Dir = q.Dir
@@ -171,12 +191,8 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 		}
 		p.Dir = d[0]
 	}
-	switch p.Network {
-	case "":
-		p.Network = NetworkNone
-	case NetworkNone, NetworkAll:
-	default:
-		return p, configErr("network %q: choose none or all (allow-lists: --allow-host)", p.Network)
+	if err := p.normalizeNetwork(); err != nil {
+		return p, err
 	}
 	if p.Timeout == 0 {
 		p.Timeout = sandbox.DefaultTimeout
@@ -260,6 +276,33 @@ func (p Policy) CanWrite(path string) bool {
 	return !under(path, p.Deny) && under(path, p.Write)
 }
 
+// normalizeNetwork fills the network setting and checks the allow-list
+// with the proxy's own parser.
+func (p *Policy) normalizeNetwork() error {
+	if p.Network == "" {
+		p.Network = NetworkNone
+		if len(p.Hosts) > 0 {
+			p.Network = NetworkAllow
+		}
+	}
+	switch p.Network {
+	case NetworkNone, NetworkAll:
+		if len(p.Hosts) > 0 || len(p.DenyHosts) > 0 {
+			return configErr("network %s with host entries: use network allow (--network allow=HOST,...) for an allow-list", p.Network)
+		}
+	case NetworkAllow:
+		if len(p.Hosts) == 0 {
+			return configErr("network allow lists no host: give entries (--network allow=example.com,*.example.org:443)")
+		}
+		if _, err := netproxy.NewList(p.Hosts, p.DenyHosts); err != nil {
+			return configErr("%v", err)
+		}
+	default:
+		return configErr("network %q: choose none, all or allow=HOST,...", p.Network)
+	}
+	return nil
+}
+
 // Summary describes the policy in plain words, for people and models:
 // "Starts in /w. Can change /w. No network access. Memory limit 512 MiB.
 // Stops after 300 seconds."
@@ -287,9 +330,15 @@ func (p Policy) Summary() string {
 	if denied := notIn(p.Deny, SystemSecrets); len(denied) > 0 {
 		say("Cannot see %s.", strings.Join(denied, ", "))
 	}
-	if p.Network == NetworkAll {
+	switch p.Network {
+	case NetworkAll:
 		say("Has full network access.")
-	} else {
+	case NetworkAllow:
+		say("Network access only to %s, through hutch's proxy (HTTP, HTTPS and SOCKS5).", strings.Join(p.Hosts, ", "))
+		if len(p.DenyHosts) > 0 {
+			say("Never to %s.", strings.Join(p.DenyHosts, ", "))
+		}
+	default:
 		say("No network access.")
 	}
 	l := p.Limits
@@ -344,7 +393,7 @@ type fileForm struct {
 	Read    []string          `yaml:"read"`
 	Write   []string          `yaml:"write"`
 	Deny    []string          `yaml:"deny"`
-	Network Network           `yaml:"network"`
+	Network fileNetwork       `yaml:"network"`
 	Dir     string            `yaml:"dir"`
 	Timeout string            `yaml:"timeout"`
 	Limits  fileLimits        `yaml:"limits"`
@@ -352,6 +401,39 @@ type fileForm struct {
 	Env     map[string]string `yaml:"env"`
 	// Extends names a policy file this one widens (relative to this file).
 	Extends string `yaml:"extends"`
+}
+
+// fileNetwork is "network: none", "network: all", or a mapping with the
+// allow-list: "network: {allow: [pypi.org], deny: [...]}".
+type fileNetwork struct {
+	Mode  Network
+	Allow []string
+	Deny  []string
+}
+
+// UnmarshalYAML takes either form, strictly.
+func (n *fileNetwork) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind == yaml.ScalarNode {
+		n.Mode = Network(node.Value)
+		return nil
+	}
+	var m struct {
+		Allow []string `yaml:"allow"`
+		Deny  []string `yaml:"deny"`
+	}
+	if node.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: network: give none, all, or a mapping with allow and deny lists", node.Line)
+	}
+	for i := 0; i < len(node.Content); i += 2 {
+		if k := node.Content[i].Value; k != "allow" && k != "deny" {
+			return fmt.Errorf("line %d: network: unknown key %q (keys: allow, deny)", node.Content[i].Line, k)
+		}
+	}
+	if err := node.Decode(&m); err != nil {
+		return err
+	}
+	n.Mode, n.Allow, n.Deny = NetworkAllow, m.Allow, m.Deny
+	return nil
 }
 
 type fileLimits struct {
@@ -394,8 +476,8 @@ func load(path string, depth int) (Policy, error) {
 			return Policy{}, err
 		}
 	}
-	q := Policy{Read: f.Read, Write: f.Write, Deny: f.Deny, Network: f.Network, Dir: f.Dir, Nice: f.Nice,
-		Env: maps.Clone(f.Env)}
+	q := Policy{Read: f.Read, Write: f.Write, Deny: f.Deny, Network: f.Network.Mode, Hosts: f.Network.Allow,
+		DenyHosts: f.Network.Deny, Dir: f.Dir, Nice: f.Nice, Env: maps.Clone(f.Env)}
 	for _, list := range []*[]string{&q.Read, &q.Write, &q.Deny} {
 		if *list, err = cleanPaths(*list, dir); err != nil {
 			return Policy{}, fmt.Errorf("%s: %w", path, err)

@@ -195,3 +195,60 @@ env:
 		}
 	}
 }
+
+// Network allow-lists: composed by Extend, checked with the proxy's own
+// parser, read from files in either form, named in the summary.
+func TestNetworkAllow(t *testing.T) {
+	p := policy.Default().Extend(policy.Policy{Hosts: []string{"pypi.org", "*.github.com:443"}})
+	if p.Network != policy.NetworkAllow {
+		t.Fatalf("listing hosts gives network %q, want allow", p.Network)
+	}
+	p = p.Extend(policy.Policy{Hosts: []string{"files.pythonhosted.org"}, DenyHosts: []string{"gist.github.com"}})
+	n, err := p.Normalize("/")
+	if err != nil || !slices.Equal(n.Hosts, []string{"pypi.org", "*.github.com:443", "files.pythonhosted.org"}) ||
+		!slices.Equal(n.DenyHosts, []string{"gist.github.com"}) {
+		t.Fatalf("composed: %+v %v", n, err)
+	}
+	want := "Network access only to pypi.org, *.github.com:443, files.pythonhosted.org, through hutch's proxy (HTTP, HTTPS and SOCKS5). Never to gist.github.com."
+	if s := n.Summary(); !strings.Contains(s, want) {
+		t.Errorf("summary %q lacks %q", s, want)
+	}
+	if all := p.Extend(policy.Policy{Network: policy.NetworkAll}); all.Network != policy.NetworkAll || all.Hosts != nil || all.DenyHosts != nil {
+		t.Errorf("an explicit all keeps the allow-list: %+v", all)
+	}
+	for name, q := range map[string]policy.Policy{
+		"wildcard suffix": {Hosts: []string{"*.com"}},
+		"star":            {Hosts: []string{"*"}},
+		"scheme":          {Hosts: []string{"https://pypi.org"}},
+		"bad deny":        {Hosts: []string{"pypi.org"}, DenyHosts: []string{"a/b"}},
+		"none with hosts": {Network: policy.NetworkNone, Hosts: []string{"pypi.org"}},
+		"all with deny":   {Network: policy.NetworkAll, DenyHosts: []string{"pypi.org"}},
+		"allow no hosts":  {Network: policy.NetworkAllow},
+	} {
+		if _, err := q.Normalize("/"); !errors.Is(err, sandbox.ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "net.yaml")
+	for body, want := range map[string][]string{
+		"network:\n  allow: [pypi.org, '*.github.com']\n  deny: [gist.github.com]\n": {"pypi.org", "*.github.com"},
+		"network: none\n": nil,
+	} {
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := policy.Load(file)
+		if err != nil || !slices.Equal(p.Hosts, want) {
+			t.Errorf("%q: %+v %v", body, p.Hosts, err)
+		}
+	}
+	for _, body := range []string{"network:\n  allow: [pypi.org]\n  allwo: [x]\n", "network: [pypi.org]\n"} {
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := policy.Load(file); !errors.Is(err, sandbox.ErrConfig) {
+			t.Errorf("%q: %v, want ErrConfig", body, err)
+		}
+	}
+}

@@ -12,11 +12,13 @@ FUZZTIME=${FUZZTIME:-10s}
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # Debian packages the tests use: sh, coreutils (head, sleep, env, cat),
-# util-linux (setsid), procps. Installed only when missing.
+# util-linux (setsid), procps; curl, wget and Debian's own python3 as the
+# clients inside network-allow-list sandboxes. Installed only when missing.
 missing=()
-for pair in sh:dash head:coreutils setsid:util-linux ps:procps; do
+for pair in sh:dash head:coreutils setsid:util-linux ps:procps curl:curl wget:wget; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
+[ -x /usr/bin/python3 ] || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   as_root apt-get update -qq
@@ -49,6 +51,7 @@ go test -count=1 ./...
 
 echo "== go test -race (concurrency-sensitive packages)"
 go test -race -count=1 ./sandbox/ ./sandbox/virtual/
+go test -race -count=1 -short ./netproxy/ # -short: 10 MB transfers instead of 100 MB
 
 # One fuzz run. Go's fuzzer sometimes ends a loaded run with "context
 # deadline exceeded" although no input failed (a worker missed the end of

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/netproxy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -76,8 +77,8 @@ type fetchDialLog struct {
 }
 
 func (d *fetchDialLog) install(f *Fetcher) {
-	real := f.dial
-	f.dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+	real := f.dialer.Dial
+	f.dialer.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
 		d.mu.Lock()
 		d.targets = append(d.targets, network+" "+address)
 		d.mu.Unlock()
@@ -100,14 +101,14 @@ func (d *fetchDialLog) dials() []string {
 
 // newFetchTest builds a Fetcher for p with res (nil: the real resolver)
 // and a dial log.
-func newFetchTest(t testing.TB, p FetchPolicy, res fetchResolver) (*Fetcher, *fetchDialLog) {
+func newFetchTest(t testing.TB, p FetchPolicy, res netproxy.Resolver) (*Fetcher, *fetchDialLog) {
 	t.Helper()
 	f, err := NewFetcher(p)
 	if err != nil {
 		t.Fatalf("NewFetcher(%+v): %v", p, err)
 	}
 	if res != nil {
-		f.resolver = res
+		f.dialer.Resolver = res
 	}
 	dl := &fetchDialLog{}
 	dl.install(f)
@@ -153,54 +154,65 @@ func wantRefused(t *testing.T, err error, substr string) {
 	}
 }
 
+// TestFetchAllowMatch: the allow-list is netproxy's grammar: a name
+// matches itself only, "*." its subdomains only, an address entry IP
+// literals only, ":port" one port.
 func TestFetchAllowMatch(t *testing.T) {
 	tests := []struct {
 		allow []string
 		host  string
+		port  int
 		want  bool
 	}{
-		{[]string{"example.com"}, "example.com", true},
-		{[]string{"example.com"}, "api.example.com", true},
-		{[]string{"example.com"}, "a.b.example.com", true},
-		{[]string{"example.com"}, "badexample.com", false},
-		{[]string{"example.com"}, "example.com.evil.org", false},
-		{[]string{"example.com"}, "com", false},
-		{[]string{"example.com"}, "EXAMPLE.com", true},
-		{[]string{"Example.COM"}, "api.example.com", true},
-		{[]string{"example.com"}, "example.com.", true},
-		{[]string{"example.com."}, "api.example.com", true},
-		{[]string{"*.example.com"}, "example.com", true},
-		{[]string{"*.example.com"}, "x.example.com", true},
-		{[]string{"api.example.com"}, "example.com", false},
-		{[]string{"api.example.com"}, "v2.api.example.com", true},
-		{[]string{}, "example.com", false},
-		{nil, "example.com", false},
-		{[]string{"example.com"}, "", false},
-		{[]string{"127.0.0.1"}, "127.0.0.1", true},
-		{[]string{"127.0.0.1"}, "127.0.0.2", false},
-		{[]string{"127.0.0.1"}, "localhost", false},
-		{[]string{"127.0.0.1"}, "x.127.0.0.1", false}, // IP entries have no subdomains
-		{[]string{"127.0.0.1"}, "::ffff:127.0.0.1", true},
-		{[]string{"::1"}, "::1", true},
-		{[]string{"::1"}, "[::1]", true},
-		{[]string{"[::1]"}, "::1", true},
-		{[]string{"[::1]"}, "[::1]", true},
-		{[]string{"::1"}, "0:0:0:0:0:0:0:1", true},
-		{[]string{"2001:DB8::A"}, "2001:db8::a", true},
-		{[]string{"::1"}, "127.0.0.1", false},
-		{[]string{"::1"}, "[::1]:80", false},
-		{[]string{"example.com"}, "example.com:443", false},
-		{[]string{"localhost"}, "localhost", true},
-		{[]string{"a.test", "b.test"}, "x.b.test", true},
+		{[]string{"example.com"}, "example.com", 443, true},
+		{[]string{"example.com"}, "api.example.com", 443, false},
+		{[]string{"example.com"}, "badexample.com", 443, false},
+		{[]string{"example.com"}, "example.com.evil.org", 443, false},
+		{[]string{"example.com"}, "com", 443, false},
+		{[]string{"example.com"}, "EXAMPLE.com", 80, true},
+		{[]string{"Example.COM"}, "example.com", 80, true},
+		{[]string{"example.com"}, "example.com.", 80, true},
+		{[]string{"example.com."}, "example.com", 80, true},
+		{[]string{"*.example.com"}, "example.com", 443, false},
+		{[]string{"*.example.com"}, "x.example.com", 443, true},
+		{[]string{"*.example.com"}, "a.b.example.com", 443, true},
+		{[]string{"*.example.com"}, "badexample.com", 443, false},
+		{[]string{"example.com", "*.example.com"}, "example.com", 443, true},
+		{[]string{"api.example.com"}, "example.com", 443, false},
+		{[]string{"api.example.com"}, "v2.api.example.com", 443, false},
+		{[]string{"example.com:443"}, "example.com", 443, true},
+		{[]string{"example.com:443"}, "example.com", 80, false},
+		{[]string{}, "example.com", 443, false},
+		{nil, "example.com", 443, false},
+		{[]string{"example.com"}, "", 443, false},
+		{[]string{"example.com"}, "example.com", 0, false},
+		{[]string{"127.0.0.1"}, "127.0.0.1", 80, true},
+		{[]string{"127.0.0.1"}, "127.0.0.2", 80, false},
+		{[]string{"127.0.0.0/8"}, "127.0.0.2", 80, true},
+		{[]string{"127.0.0.1"}, "localhost", 80, false},
+		{[]string{"127.0.0.1"}, "x.127.0.0.1", 80, false},
+		{[]string{"127.0.0.1"}, "::ffff:127.0.0.1", 80, true},
+		{[]string{"::1"}, "::1", 80, true},
+		{[]string{"::1"}, "[::1]", 80, true},
+		{[]string{"[::1]"}, "::1", 80, true},
+		{[]string{"[::1]:8080"}, "[::1]", 8080, true},
+		{[]string{"[::1]:8080"}, "[::1]", 80, false},
+		{[]string{"::1"}, "0:0:0:0:0:0:0:1", 80, true},
+		{[]string{"2001:DB8::A"}, "2001:db8::a", 80, true},
+		{[]string{"::1"}, "127.0.0.1", 80, false},
+		{[]string{"::1"}, "[::1]:80", 80, false},
+		{[]string{"example.com"}, "example.com:443", 443, false},
+		{[]string{"localhost"}, "localhost", 80, true},
+		{[]string{"a.test", "*.b.test"}, "x.b.test", 80, true},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%v/%s", tt.allow, tt.host), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/%s:%d", tt.allow, tt.host, tt.port), func(t *testing.T) {
 			f, err := NewFetcher(FetchPolicy{Allow: tt.allow})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := f.Allowed(tt.host); got != tt.want {
-				t.Errorf("Allowed(%q) with %q = %v, want %v", tt.host, tt.allow, got, tt.want)
+			if got := f.Allowed(tt.host, tt.port); got != tt.want {
+				t.Errorf("Allowed(%q, %d) with %q = %v, want %v", tt.host, tt.port, tt.allow, got, tt.want)
 			}
 		})
 	}
@@ -216,9 +228,10 @@ func TestNewFetcherBadPolicy(t *testing.T) {
 		{"blank entry", FetchPolicy{Allow: []string{"  "}}, "empty entry"},
 		{"scheme", FetchPolicy{Allow: []string{"https://example.com"}}, "scheme"},
 		{"path", FetchPolicy{Allow: []string{"example.com/api"}}, "path"},
-		{"port", FetchPolicy{Allow: []string{"example.com:8080"}}, "port"},
-		{"ipv4 port", FetchPolicy{Allow: []string{"127.0.0.1:80"}}, "port"},
-		{"ipv6 port", FetchPolicy{Allow: []string{"[::1]:80"}}, "port"},
+		{"port 0", FetchPolicy{Allow: []string{"example.com:0"}}, "port"},
+		{"port too big", FetchPolicy{Allow: []string{"127.0.0.1:65536"}}, "port"},
+		{"port not a number", FetchPolicy{Allow: []string{"[::1]:http"}}, "port"},
+		{"public suffix", FetchPolicy{Allow: []string{"*.co.uk"}}, "public suffix"},
 		{"userinfo", FetchPolicy{Allow: []string{"user@example.com"}}, "user info"},
 		{"star", FetchPolicy{Allow: []string{"*"}}, "wildcard"},
 		{"inner star", FetchPolicy{Allow: []string{"api.*.example.com"}}, "wildcard"},
@@ -245,6 +258,9 @@ func TestNewFetcherBadPolicy(t *testing.T) {
 			if !errors.Is(err, sandbox.ErrConfig) {
 				t.Fatalf("NewFetcher(%+v) error = %v, want one matching sandbox.ErrConfig", tt.p, err)
 			}
+			if len(tt.p.Allow) > 0 && !errors.Is(err, netproxy.ErrBadEntry) {
+				t.Errorf("error %v does not match netproxy.ErrBadEntry", err)
+			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %q, want it to mention %q", err, tt.want)
 			}
@@ -253,7 +269,7 @@ func TestNewFetcherBadPolicy(t *testing.T) {
 }
 
 func TestNewFetcherDefaults(t *testing.T) {
-	f, err := NewFetcher(FetchPolicy{Allow: []string{"example.com", "*.example.com", "::1"}})
+	f, err := NewFetcher(FetchPolicy{Allow: []string{"example.com", "*.example.com", "::1", "10.0.0.0/8:443"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,118 +279,6 @@ func TestNewFetcherDefaults(t *testing.T) {
 	}
 	if f.transport.Proxy != nil {
 		t.Error("transport has a proxy function; want none")
-	}
-}
-
-func TestFetchRefusedAddrReason(t *testing.T) {
-	tests := []struct {
-		addr string
-		want string // "" for allowed; else a substring of the reason
-	}{
-		// public
-		{"8.8.8.8", ""},
-		{"1.1.1.1", ""},
-		{"93.184.216.34", ""},
-		{"172.15.255.255", ""},
-		{"172.32.0.0", ""},
-		{"100.63.255.255", ""},
-		{"100.128.0.0", ""},
-		{"169.253.255.255", ""},
-		{"198.17.255.255", ""},
-		{"198.20.0.0", ""},
-		{"11.0.0.1", ""},
-		{"2606:4700::1111", ""},
-		{"2001:4860:4860::8888", ""},
-		{"::ffff:8.8.8.8", ""},
-		{"64:ff9b::808:808", ""},      // NAT64 of 8.8.8.8
-		{"2002:808:808::1", ""},       // 6to4 of 8.8.8.8
-		{"2002:0808:0808:1234::", ""}, // 6to4 of 8.8.8.8
-		// loopback
-		{"127.0.0.1", "loopback"},
-		{"127.255.255.254", "loopback"},
-		{"127.1.2.3", "loopback"},
-		{"::1", "loopback"},
-		// private
-		{"10.0.0.1", "private"},
-		{"10.255.255.255", "private"},
-		{"172.16.0.1", "private"},
-		{"172.31.255.255", "private"},
-		{"192.168.0.1", "private"},
-		{"192.168.255.255", "private"},
-		{"fc00::1", "private"},
-		{"fd12:3456:789a::1", "private"},
-		// link-local and metadata
-		{"169.254.0.1", "link-local"},
-		{"169.254.169.254", "metadata"},
-		{"fe80::1", "link-local"},
-		{"febf:ffff::1", "link-local"},
-		{"fe80::1%eth0", "link-local"},
-		// unspecified
-		{"0.0.0.0", "unspecified"},
-		{"0.1.2.3", "unspecified"},
-		{"::", "unspecified"},
-		// CGNAT
-		{"100.64.0.1", "CGNAT"},
-		{"100.127.255.255", "CGNAT"},
-		// multicast and broadcast
-		{"224.0.0.1", "multicast"},
-		{"239.255.255.250", "multicast"},
-		{"ff02::1", "multicast"},
-		{"ff05::2", "multicast"},
-		{"255.255.255.255", "broadcast"},
-		{"240.0.0.1", "reserved"},
-		// documentation and benchmarking
-		{"192.0.2.1", "documentation"},
-		{"198.51.100.1", "documentation"},
-		{"203.0.113.1", "documentation"},
-		{"198.18.0.1", "benchmarking"},
-		{"198.19.255.255", "benchmarking"},
-		{"2001:db8::1", "documentation"},
-		{"192.0.0.170", "reserved"},
-		// IPv4-mapped and -compatible forms
-		{"::ffff:127.0.0.1", "loopback"},
-		{"::ffff:10.0.0.1", "private"},
-		{"::ffff:169.254.169.254", "metadata"},
-		{"::ffff:0.0.0.0", "unspecified"},
-		{"::ffff:100.64.0.1", "CGNAT"},
-		{"::ffff:255.255.255.255", "broadcast"},
-		{"::127.0.0.1", "loopback"},
-		{"::10.0.0.1", "private"},
-		{"::8.8.8.8", "IPv4-compatible"},
-		{"::ffff:0:7f00:1", "not a global unicast"}, // SIIT form
-		// NAT64 embedding refused addresses
-		{"64:ff9b::7f00:1", "loopback"},
-		{"64:ff9b::a00:1", "private"},
-		{"64:ff9b::a9fe:a9fe", "metadata"},
-		{"64:ff9b:1::a00:1", "NAT64"},
-		// 6to4 embedding refused addresses
-		{"2002:7f00:1::", "loopback"},
-		{"2002:a00:1::1", "private"},
-		{"2002:c0a8:101::1", "private"},
-		{"2002:a9fe:a9fe::", "metadata"},
-		// other non-global IPv6
-		{"fec0::1", "site-local"},
-		{"100::1", "discard"},
-		{"2001::1", "reserved"}, // Teredo
-		{"3fff::1", "documentation"},
-		{"4000::1", "not a global unicast"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.addr, func(t *testing.T) {
-			got := fetchRefusedAddrReason(netip.MustParseAddr(tt.addr))
-			if tt.want == "" {
-				if got != "" {
-					t.Errorf("%s refused as %q, want it allowed", tt.addr, got)
-				}
-				return
-			}
-			if got == "" || !strings.Contains(got, tt.want) {
-				t.Errorf("%s reason = %q, want one mentioning %q", tt.addr, got, tt.want)
-			}
-		})
-	}
-	if got := fetchRefusedAddrReason(netip.Addr{}); got == "" {
-		t.Error("the zero Addr is allowed; want it refused")
 	}
 }
 
@@ -397,12 +301,15 @@ func TestFetchURLRefusals(t *testing.T) {
 		{"http://@allowed.test/", "user info"},
 		{"http:///x", "no host"},
 		{"http:allowed.test", "no host"},
-		{"http://evil.com/", `host "evil.com" is not in the allow-list`},
-		{"http://allowed.test.evil.com/", "not in the allow-list"},
-		{"http://evilallowed.test/", "not in the allow-list"},
-		{"http://127.0.0.1/", `host "127.0.0.1" is not in the allow-list`},
-		{"http://[::1]/", `host "::1" is not in the allow-list`},
-		{"http://unix:/tmp/x.sock", `host "unix" is not in the allow-list`},
+		{"http://evil.com/", "evil.com:80 is not in the network allow-list"},
+		{"https://evil.com/", "evil.com:443 is not in the network allow-list"},
+		{"http://allowed.test.evil.com/", "not in the network allow-list"},
+		{"http://evilallowed.test/", "not in the network allow-list"},
+		{"http://sub.allowed.test/", "sub.allowed.test:80 is not in the network allow-list"},
+		{"http://allowed.test:8080/", "allowed.test:8080 is not in the network allow-list"},
+		{"http://127.0.0.1/", "127.0.0.1:80 is not in the network allow-list"},
+		{"http://[::1]/", "[::1]:80 is not in the network allow-list"},
+		{"http://unix:/tmp/x.sock", "unix:80 is not in the network allow-list"},
 		{"http://2130706433/", "numeric"},
 		{"http://0x7f.1/", "numeric"},
 		{"http://127.1/", "numeric"},
@@ -415,10 +322,7 @@ func TestFetchURLRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
 			res := &fetchFakeResolver{fallback: []string{"127.0.0.1"}}
-			f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"allowed.test", "unix"}}, res)
-			if tt.url == "http://unix:/tmp/x.sock" {
-				f, dl = newFetchTest(t, FetchPolicy{Allow: []string{"allowed.test"}}, res)
-			}
+			f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"allowed.test:80", "allowed.test:443", "unix:443"}}, res)
 			_, err := f.Fetch(t.Context(), tt.url)
 			wantRefused(t, err, tt.want)
 			// The URL check alone refuses it (the dial check is a second layer).
@@ -442,6 +346,7 @@ func TestFetchDialContextChecks(t *testing.T) {
 	res := &fetchFakeResolver{answers: map[string][]string{
 		"example.test":     {"127.0.0.1"},
 		"api.example.test": {"127.0.0.1"},
+		"lo.example.test":  {"127.0.0.2"},
 		"pub.example.test": {"8.8.8.8"},
 	}}
 	tests := []struct {
@@ -449,25 +354,28 @@ func TestFetchDialContextChecks(t *testing.T) {
 		want string // refusal substring; "" when the dial goes ahead
 		dial string // the dial expected when allowed
 	}{
-		{"evil.com:80", `host "evil.com" is not in the allow-list`, ""},
-		{"127.0.0.1:80", `host "127.0.0.1" is not in the allow-list`, ""},
-		{"[::1]:80", `host "::1" is not in the allow-list`, ""},
-		{"10.0.0.1:80", `host "10.0.0.1" is not in the allow-list`, ""},
-		{"[::ffff:10.0.0.1]:80", `host "10.0.0.1" is not in the allow-list`, ""},
-		{"api.example.test:80", `"api.example.test" resolves to 127.0.0.1, a loopback address`, ""},
+		{"evil.com:80", "evil.com:80 is not in the network allow-list", ""},
+		{"127.0.0.2:80", "127.0.0.2:80 is not in the network allow-list", ""},
+		{"[::1]:80", "[::1]:80 is not in the network allow-list", ""},
+		{"10.0.0.1:80", "10.0.0.1:80 is not in the network allow-list", ""},
+		{"[::ffff:10.0.0.1]:80", "10.0.0.1:80 is not in the network allow-list", ""},
+		{"lo.example.test:80", "lo.example.test:80 resolves to 127.0.0.2, a loopback address not in the network allow-list", ""},
+		{"example.test:8080", "example.test:8080 is not in the network allow-list", ""},
 		{"2130706433:80", "numeric", ""},
-		{"example.test", "bad address", ""},
-		{"example.test:0", "bad port", ""},
-		{"example.test:http", "bad port", ""},
+		{"example.test", "not host:port", ""},
+		{"example.test:0", "not a number from 1 to 65535", ""},
+		{"example.test:http", "not a number from 1 to 65535", ""},
 		{"[fe80::1%eth0]:80", "zone", ""},
 		{"example.test:80", "", "tcp 127.0.0.1:80"},
 		{"EXAMPLE.test.:443", "", "tcp 127.0.0.1:443"},
+		{"api.example.test:443", "", "tcp 127.0.0.1:443"},
 		{"pub.example.test:8080", "", "tcp 8.8.8.8:8080"},
 		{"8.8.8.8:80", "", "tcp 8.8.8.8:80"},
+		{"127.0.0.1:80", "", "tcp 127.0.0.1:80"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
-			f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"example.test", "8.8.8.8"}}, res)
+			f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"example.test:80", "example.test:443", "*.example.test", "8.8.8.8", "127.0.0.1"}}, res)
 			dl.fail = true
 			_, err := f.dialContext(t.Context(), "unix", tt.addr)
 			if tt.want != "" {
@@ -506,12 +414,16 @@ func TestFetchLoopbackServer(t *testing.T) {
 		{"listed exactly", []string{"127.0.0.1"}, srv.URL + "/a", ""},
 		{"listed with others", []string{"example.com", "127.0.0.1"}, srv.URL + "/a", ""},
 		{"mapped form of a listed IP", []string{"127.0.0.1"}, "http://[::ffff:127.0.0.1]:" + port + "/a", ""},
-		{"not listed", []string{"example.com"}, srv.URL + "/a", `host "127.0.0.1" is not in the allow-list`},
-		{"other loopback listed", []string{"127.0.0.2"}, srv.URL + "/a", "not in the allow-list"},
-		{"localhost, only IP listed", []string{"127.0.0.1"}, "http://localhost:" + port + "/a", `host "localhost" is not in the allow-list`},
-		{"localhost listed", []string{"localhost"}, "http://localhost:" + port + "/a", ""},
-		{"LOCALHOST. listed as localhost", []string{"localhost"}, "http://LOCALHOST.:" + port + "/a", ""},
-		{"IP, only localhost listed", []string{"localhost"}, srv.URL + "/a", `host "127.0.0.1" is not in the allow-list`},
+		{"range listed", []string{"127.0.0.0/8"}, srv.URL + "/a", ""},
+		{"listed with its port", []string{"127.0.0.1:" + port}, srv.URL + "/a", ""},
+		{"listed with another port", []string{"127.0.0.1:1"}, srv.URL + "/a", "127.0.0.1:" + port + " is not in the network allow-list"},
+		{"not listed", []string{"example.com"}, srv.URL + "/a", "127.0.0.1:" + port + " is not in the network allow-list"},
+		{"other loopback listed", []string{"127.0.0.2"}, srv.URL + "/a", "not in the network allow-list"},
+		{"localhost, only IP listed", []string{"127.0.0.1"}, "http://localhost:" + port + "/a", "localhost:" + port + " is not in the network allow-list"},
+		{"localhost listed, its address not", []string{"localhost"}, "http://localhost:" + port + "/a", "a loopback address not in the network allow-list"},
+		{"localhost and loopback listed", []string{"localhost", "127.0.0.0/8", "::1"}, "http://localhost:" + port + "/a", ""},
+		{"LOCALHOST. listed as localhost", []string{"localhost", "127.0.0.0/8", "::1"}, "http://LOCALHOST.:" + port + "/a", ""},
+		{"IP, only localhost listed", []string{"localhost"}, srv.URL + "/a", "127.0.0.1:" + port + " is not in the network allow-list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -532,13 +444,13 @@ func TestFetchLoopbackServer(t *testing.T) {
 }
 
 func TestFetchLocalhostRefusedViaSubdomain(t *testing.T) {
-	// "localhost" resolves to loopback; reached through a parent entry it
-	// is refused with the documented message.
-	f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"example.test"}}, &fetchFakeResolver{
+	// The name resolves to loopback, which no entry names: refused with
+	// the documented message.
+	f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"*.example.test"}}, &fetchFakeResolver{
 		answers: map[string][]string{"localhost.example.test": {"127.0.0.1"}},
 	})
 	_, err := f.Fetch(t.Context(), "http://localhost.example.test/")
-	wantRefused(t, err, `fetch refused: "localhost.example.test" resolves to 127.0.0.1, a loopback address; list the host explicitly to allow it`)
+	wantRefused(t, err, "fetch refused: localhost.example.test:80 resolves to 127.0.0.1, a loopback address not in the network allow-list; add 127.0.0.1 (or a range holding it) to allow it")
 	if d := dl.dials(); len(d) > 0 {
 		t.Errorf("dialed %q", d)
 	}
@@ -558,23 +470,32 @@ func TestFetchSubdomainResolution(t *testing.T) {
 		"empty.example.test":    {},
 	}}
 	tests := []struct {
-		host string
-		want string // substring of the error; "" for success
+		host  string
+		allow []string // nil: example.test and *.example.test
+		want  string   // substring of the error; "" for success
 	}{
-		{"example.test", ""}, // listed exactly: its loopback address is allowed
-		{"api.example.test", `"api.example.test" resolves to 127.0.0.1, a loopback address`},
-		{"API.Example.Test.", `"api.example.test" resolves to 127.0.0.1`},
-		{"mixed.example.test", "resolves to 10.0.0.1, a private address"},
-		{"mapped.example.test", "resolves to 127.0.0.1, a loopback address"},
-		{"metadata.example.test", "resolves to 169.254.169.254, the cloud metadata address"},
-		{"nat64.example.test", "resolves to 64:ff9b::7f00:1, a loopback address (NAT64)"},
-		{"missing.example.test", "cannot resolve missing.example.test: no such host"},
-		{"empty.example.test", "no addresses"},
-		{"public.example.test", "test dialer: refusing to dial"}, // allowed; the test dialer stops it
+		{"example.test", []string{"example.test", "127.0.0.1"}, ""}, // its address listed too
+		{"api.example.test", []string{"*.example.test", "127.0.0.0/8"}, ""},
+		{"example.test", nil, "example.test:" + port + " resolves to 127.0.0.1, a loopback address"},
+		{"api.example.test", nil, "api.example.test:" + port + " resolves to 127.0.0.1, a loopback address"},
+		{"API.Example.Test.", nil, "api.example.test:" + port + " resolves to 127.0.0.1"},
+		{"mixed.example.test", nil, "resolves to 10.0.0.1, a private address"},
+		{"mixed.example.test", []string{"*.example.test", "10.0.0.0/8"}, "test dialer: refusing to dial"}, // allowed
+		{"mapped.example.test", nil, "resolves to 127.0.0.1, a loopback address"},
+		{"metadata.example.test", nil, "resolves to 169.254.169.254, the cloud metadata address"},
+		{"metadata.example.test", []string{"*.example.test", "169.254.0.0/16"}, "resolves to 169.254.169.254, the cloud metadata address"},
+		{"nat64.example.test", nil, "resolves to 64:ff9b::7f00:1, a loopback address (NAT64)"},
+		{"missing.example.test", nil, "cannot resolve missing.example.test: no such host"},
+		{"empty.example.test", nil, "no addresses"},
+		{"public.example.test", nil, "test dialer: refusing to dial"}, // allowed; the test dialer stops it
 	}
 	for _, tt := range tests {
-		t.Run(tt.host, func(t *testing.T) {
-			f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"example.test"}}, res)
+		t.Run(tt.host+fmt.Sprint(tt.allow), func(t *testing.T) {
+			allow := tt.allow
+			if allow == nil {
+				allow = []string{"example.test", "*.example.test"}
+			}
+			f, dl := newFetchTest(t, FetchPolicy{Allow: allow}, res)
 			got, err := f.Fetch(t.Context(), "http://"+tt.host+":"+port+"/x")
 			switch {
 			case tt.want == "":
@@ -608,7 +529,7 @@ func TestFetchDialsCheckedAddress(t *testing.T) {
 	_, port := hostPort(t, srv.URL)
 
 	t.Run("exact host, rebinding resolver", func(t *testing.T) {
-		// First answer loopback (listed exactly, so allowed), later answers
+		// First answer loopback (listed, so allowed), later answers
 		// somewhere else: a second lookup would send the dial elsewhere.
 		res := &fetchFakeResolver{answer: func(host string, n int) []string {
 			if host == "rebind.test" && n == 1 {
@@ -616,7 +537,7 @@ func TestFetchDialsCheckedAddress(t *testing.T) {
 			}
 			return []string{"192.0.2.66"}
 		}}
-		f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"rebind.test"}}, res)
+		f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"rebind.test", "127.0.0.1"}}, res)
 		before := hits.Load()
 		got, err := f.Fetch(t.Context(), "http://rebind.test:"+port+"/")
 		if err != nil {
@@ -640,7 +561,7 @@ func TestFetchDialsCheckedAddress(t *testing.T) {
 			}
 			return []string{"127.0.0.1"}
 		}}
-		f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"rebind.test"}}, res)
+		f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"*.rebind.test"}}, res)
 		dl.fail = true
 		_, err := f.Fetch(t.Context(), "http://x.rebind.test:"+port+"/")
 		if err == nil {
@@ -669,7 +590,7 @@ func TestFetchTLSVerifiesHostName(t *testing.T) {
 		"example.com": {"127.0.0.1"}, // the test certificate names example.com
 		"other.test":  {"127.0.0.1"},
 	}}
-	f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"example.com", "other.test"}}, res)
+	f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"example.com", "other.test", "127.0.0.1"}}, res)
 	f.transport.TLSClientConfig.RootCAs = pool
 
 	got, err := f.Fetch(t.Context(), "https://example.com:"+port+"/")
@@ -721,10 +642,10 @@ func TestFetchRedirects(t *testing.T) {
 		{"relative redirect", to("/final"), "", srvURL + "/final"},
 		{"chain within limit", srvURL + "/chain?n=2", "", srvURL + "/final"}, // 3 redirects
 		{"chain over limit", srvURL + "/chain?n=3", "more than 3 redirects", ""},
-		{"to a host not listed", to("http://evil.com/"), `redirect to http://evil.com/: host "evil.com" is not in the allow-list`, ""},
-		{"to an IP not listed", to("http://10.0.0.1/"), `host "10.0.0.1" is not in the allow-list`, ""},
+		{"to a host not listed", to("http://evil.com/"), "redirect to http://evil.com/: evil.com:80 is not in the network allow-list", ""},
+		{"to an IP not listed", to("http://10.0.0.1/"), "10.0.0.1:80 is not in the network allow-list", ""},
 		{"to a private address", to("http://internal.example.test:" + port + "/final"), `resolves to 10.1.2.3, a private address`, ""},
-		{"to loopback via subdomain", to("http://lo.example.test:" + port + "/final"), `resolves to 127.0.0.1, a loopback address`, ""},
+		{"to unlisted loopback", to("http://lo.example.test:" + port + "/final"), `resolves to 127.0.0.2, a loopback address`, ""},
 		{"to file", to("file:///etc/passwd"), `scheme "file"`, ""},
 		{"to gopher", to("gopher://localhost:" + port + "/"), `scheme "gopher"`, ""},
 		{"to user info", to("http://localhost@evil.com/"), "user info", ""},
@@ -733,11 +654,11 @@ func TestFetchRedirects(t *testing.T) {
 	res := &fetchFakeResolver{answers: map[string][]string{
 		"localhost":             {"127.0.0.1"},
 		"internal.example.test": {"10.1.2.3"},
-		"lo.example.test":       {"127.0.0.1"},
+		"lo.example.test":       {"127.0.0.2"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"127.0.0.1", "localhost", "example.test"}, MaxRedirects: 3}, res)
+			f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"127.0.0.1", "localhost", "*.example.test"}, MaxRedirects: 3}, res)
 			got, err := f.Fetch(t.Context(), tt.url)
 			if tt.want != "" {
 				wantRefused(t, err, tt.want)
@@ -806,9 +727,11 @@ func TestFetchIPv6Loopback(t *testing.T) {
 		{[]string{"::1"}, u, ""},
 		{[]string{"[::1]"}, u, ""},
 		{[]string{"0:0:0:0:0:0:0:1"}, "http://[0:0::1]:" + port + "/", ""},
-		{[]string{"127.0.0.1"}, u, `host "::1" is not in the allow-list`},
-		{[]string{"localhost"}, u, `host "::1" is not in the allow-list`},
-		{[]string{"example.com"}, u, `host "::1" is not in the allow-list`},
+		{[]string{"[::1]:" + port}, u, ""},
+		{[]string{"::/127"}, u, ""},
+		{[]string{"127.0.0.1"}, u, "[::1]:" + port + " is not in the network allow-list"},
+		{[]string{"localhost"}, u, "[::1]:" + port + " is not in the network allow-list"},
+		{[]string{"example.com"}, u, "[::1]:" + port + " is not in the network allow-list"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.allow), func(t *testing.T) {
@@ -825,9 +748,9 @@ func TestFetchIPv6Loopback(t *testing.T) {
 	}
 
 	t.Run("name resolving to ::1 via subdomain", func(t *testing.T) {
-		f, _ := newFetchTest(t, FetchPolicy{Allow: []string{"v6.test"}}, &fetchFakeResolver{fallback: []string{"::1"}})
+		f, _ := newFetchTest(t, FetchPolicy{Allow: []string{"*.v6.test"}}, &fetchFakeResolver{fallback: []string{"::1"}})
 		_, err := f.Fetch(t.Context(), "http://a.v6.test:"+port+"/")
-		wantRefused(t, err, `"a.v6.test" resolves to ::1, a loopback address`)
+		wantRefused(t, err, "a.v6.test:"+port+" resolves to ::1, a loopback address")
 	})
 }
 
@@ -973,7 +896,7 @@ func TestFetchTimeouts(t *testing.T) {
 
 	t.Run("connect", func(t *testing.T) {
 		f, _ := newFetchTest(t, FetchPolicy{Allow: []string{"127.0.0.1"}, ConnectTimeout: 100 * time.Millisecond}, nil)
-		f.dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		f.dialer.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
 			<-ctx.Done() // a black hole
 			return nil, ctx.Err()
 		}
@@ -989,7 +912,7 @@ func TestFetchTimeouts(t *testing.T) {
 
 	t.Run("caller deadline", func(t *testing.T) {
 		f, _ := newFetchTest(t, FetchPolicy{Allow: []string{"127.0.0.1"}}, nil)
-		f.dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		f.dialer.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
@@ -1004,7 +927,7 @@ func TestFetchTimeouts(t *testing.T) {
 	t.Run("caller cancels", func(t *testing.T) {
 		f, _ := newFetchTest(t, FetchPolicy{Allow: []string{"127.0.0.1"}}, nil)
 		ctx, cancel := context.WithCancel(t.Context())
-		f.dial = func(c context.Context, network, address string) (net.Conn, error) {
+		f.dialer.Dial = func(c context.Context, network, address string) (net.Conn, error) {
 			cancel()
 			<-c.Done()
 			return nil, c.Err()
@@ -1081,7 +1004,7 @@ func TestFetchIgnoresProxyEnv(t *testing.T) {
 	_, port := hostPort(t, srv.URL)
 	// A name, not 127.0.0.1: Go's proxy logic never proxies loopback IPs.
 	res := &fetchFakeResolver{answers: map[string][]string{"direct.test": {"127.0.0.1"}}}
-	f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"direct.test"}}, res)
+	f, dl := newFetchTest(t, FetchPolicy{Allow: []string{"direct.test", "127.0.0.1"}}, res)
 	got, err := f.Fetch(t.Context(), "http://direct.test:"+port+"/p")
 	if err != nil || string(got.Body) != "hello /p" {
 		t.Fatalf("Fetch = %+v, %v; want a direct fetch", got, err)
@@ -1188,15 +1111,16 @@ func FuzzFetchURL(f *testing.F) {
 		f.Add(s)
 	}
 	answers := map[string][]string{
-		"allowed.test":       {"127.0.0.1", "8.8.4.4"}, // listed exactly: both fine
+		"allowed.test":       {"127.0.0.1", "8.8.4.4"}, // 127.0.0.1 is listed: both fine
 		"pub.allowed.test":   {"8.8.8.8"},
-		"lo.allowed.test":    {"127.0.0.1"},
+		"lo.allowed.test":    {"127.0.0.2"},
 		"mixed.allowed.test": {"8.8.8.8", "10.0.0.1"},
 	}
+	const fallback = "127.0.0.2" // not listed
 	f.Fuzz(func(t *testing.T, raw string) {
 		// Every other name "resolves" to loopback, as a hostile DNS would.
-		res := &fetchFakeResolver{answers: answers, fallback: []string{"127.0.0.1"}}
-		ft, dl := newFetchTest(t, FetchPolicy{Allow: []string{"allowed.test"}, ConnectTimeout: time.Second, ReadTimeout: time.Second}, res)
+		res := &fetchFakeResolver{answers: answers, fallback: []string{fallback}}
+		ft, dl := newFetchTest(t, FetchPolicy{Allow: []string{"allowed.test", "*.allowed.test", "127.0.0.1"}, ConnectTimeout: time.Second, ReadTimeout: time.Second}, res)
 		dl.fail = true
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -1210,7 +1134,7 @@ func FuzzFetchURL(f *testing.F) {
 		}
 		lookups := res.lookups()
 		for _, h := range lookups {
-			if !ft.Allowed(h) {
+			if !ft.Allowed(h, 80) { // the list has no port entries
 				t.Errorf("Fetch(%q) looked up %q, which is not allowed", raw, h)
 			}
 		}
@@ -1224,15 +1148,15 @@ func FuzzFetchURL(f *testing.F) {
 				t.Fatalf("Fetch(%q) dialed %q, not an IP address", raw, d)
 			}
 			// The address must be an answer to a lookup of an allowed
-			// host, and a public one unless that host is listed exactly.
-			ok := false
+			// host (or a listed IP literal), and public unless listed.
+			ok := ap.Addr() == netip.MustParseAddr("127.0.0.1")
 			for _, h := range lookups {
 				a, found := answers[h]
 				if !found {
-					a = []string{"127.0.0.1"}
+					a = []string{fallback}
 				}
 				for _, s := range a {
-					if netip.MustParseAddr(s) == ap.Addr() && (h == "allowed.test" || fetchRefusedAddrReason(ap.Addr()) == "") {
+					if netip.MustParseAddr(s) == ap.Addr() && (netproxy.NonPublicReason(ap.Addr()) == "" || ft.list.NamesAddr(ap.Addr(), int(ap.Port()))) {
 						ok = true
 					}
 				}

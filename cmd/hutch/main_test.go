@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -49,7 +51,9 @@ func TestRunExitStatus(t *testing.T) {
 		{"default tier is isolated", []string{"run", "--", "sh", "-c", "test ! -e " + dir + " && exit 9"}, 9, ""},
 		{"isolated cpu limit", []string{"run", "--cpu-time", "1s", "--", "sh", "-c", "while :; do :; done"}, 128 + 24, "cpu time limit"},
 		{"isolated bad memory", []string{"run", "--memory", "lots", "--", "true"}, 125, "--memory"},
-		{"isolated bad network", []string{"run", "--network", "some", "--", "true"}, 125, "choose none or all"},
+		{"isolated bad network", []string{"run", "--network", "some", "--", "true"}, 125, "choose none, all or allow"},
+		{"isolated wildcard over a suffix", []string{"run", "--network", "allow=*.com", "--", "true"}, 125, "*.com"},
+		{"isolated deny without allow", []string{"run", "--network-deny", "example.com", "--", "true"}, 125, "network allow"},
 		{"isolated missing policy", []string{"run", "--policy", dir + "/nope.yaml", "--", "true"}, 125, "nope.yaml"},
 		{"policy flag on local", append(local, "--read", "/x", "--", "true"), 125, "apply to the isolated tier"},
 		{"virtual has no shell", []string{"run", "--tier", "virtual", "--", "true"}, 125, "no shell"},
@@ -105,14 +109,15 @@ func TestRunStreamsAndFlags(t *testing.T) {
 }
 
 type jsonResult struct {
-	ExitCode        *int    `json:"exit_code"`
-	Stdout          *string `json:"stdout"`
-	Stderr          *string `json:"stderr"`
-	TimedOut        *bool   `json:"timed_out"`
-	Signal          *string `json:"signal"`
-	DurationMS      *int64  `json:"duration_ms"`
-	StdoutTruncated *bool   `json:"stdout_truncated"`
-	StderrTruncated *bool   `json:"stderr_truncated"`
+	ExitCode        *int      `json:"exit_code"`
+	Stdout          *string   `json:"stdout"`
+	Stderr          *string   `json:"stderr"`
+	TimedOut        *bool     `json:"timed_out"`
+	Signal          *string   `json:"signal"`
+	DurationMS      *int64    `json:"duration_ms"`
+	StdoutTruncated *bool     `json:"stdout_truncated"`
+	StderrTruncated *bool     `json:"stderr_truncated"`
+	Blocked         *[]string `json:"blocked"`
 }
 
 func decodeOne(t *testing.T, out string) jsonResult {
@@ -126,7 +131,7 @@ func decodeOne(t *testing.T, out string) jsonResult {
 		t.Fatalf("stdout holds more than one JSON value: %q", out)
 	}
 	if r.ExitCode == nil || r.Stdout == nil || r.Stderr == nil || r.TimedOut == nil || r.Signal == nil ||
-		r.DurationMS == nil || r.StdoutTruncated == nil || r.StderrTruncated == nil {
+		r.DurationMS == nil || r.StdoutTruncated == nil || r.StderrTruncated == nil || r.Blocked == nil {
 		t.Fatalf("JSON lacks a required key: %q", out)
 	}
 	return r
@@ -227,5 +232,28 @@ func TestCheckAndVersion(t *testing.T) {
 	code, out, _ = hutch(t, "", "version")
 	if code != 0 || !strings.HasPrefix(out, "hutch ") {
 		t.Errorf("version: %d %q", code, out)
+	}
+}
+
+// --network allow=... : listed hosts through the proxy, refusals in
+// --json's "blocked" (an empty list when none).
+func TestRunNetworkAllow(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 here: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hi") })}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	addr := l.Addr().String()
+	code, out, errs := hutch(t, "", "run", "--json", "--network", "allow="+addr, "--", "curl", "-sS", "http://"+addr+"/")
+	r := decodeOne(t, out)
+	if code != 0 || *r.Stdout != "hi" || len(*r.Blocked) != 0 {
+		t.Errorf("allowed: exit %d, %s %s", code, out, errs)
+	}
+	code, out, errs = hutch(t, "", "run", "--json", "--network", "allow="+addr, "--network-deny", "127.0.0.2", "--", "curl", "-sS", "http://"+addr+"/")
+	r = decodeOne(t, out)
+	if strings.Contains(*r.Stdout, "hi") || len(*r.Blocked) != 1 || (*r.Blocked)[0] != addr {
+		t.Errorf("denied: exit %d, %s %s", code, out, errs)
 	}
 }

@@ -66,7 +66,7 @@ given on the command line win.`,
 	f.StringVar(&s.Root, "root", "", "the sandbox root directory (required for the local tier)")
 	f.StringVar(&s.Mode, "mode", "read_only", "permission mode: read_only, auto, ask, approve")
 	f.StringSliceVar(&s.Allow, "allow", nil, "capabilities allowed in any mode (comma-separated: write,shell,fetch,search)")
-	f.StringSliceVar(&s.FetchAllow, "fetch-allow", nil, "hosts fetch may reach (comma-separated; a host also allows its subdomains)")
+	f.StringSliceVar(&s.FetchAllow, "fetch-allow", nil, "hosts fetch may reach (comma-separated: host[:port], *.example.com for subdomains, an IP or CIDR range; a name resolving to a private address also needs that address listed)")
 	f.StringVar(&s.SearchURL, "search-url", "", "SearXNG instance for web_search (its JSON API)")
 	f.StringVar(&s.Store, "store", "", "approval store file (required in approve mode)")
 	f.StringVar(&s.Audit, "audit", "", "append every permission decision to this file as JSON lines")

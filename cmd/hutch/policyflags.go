@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,19 +16,21 @@ type policyFlags struct {
 	file              string
 	read, write, deny []string
 	network           string
+	networkDeny       []string
 	memory, fileSize  string
 	cpuTime           time.Duration
 	pids, nice        int
 }
 
-var policyFlagNames = []string{"policy", "read", "write", "deny", "network", "memory", "cpu-time", "pids", "file-size", "nice"}
+var policyFlagNames = []string{"policy", "read", "write", "deny", "network", "network-deny", "memory", "cpu-time", "pids", "file-size", "nice"}
 
 func (p *policyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&p.file, "policy", "", "isolated: start from this YAML policy instead of the default one")
 	fl.StringArrayVar(&p.read, "read", nil, "isolated: let the command read PATH (repeatable)")
 	fl.StringArrayVar(&p.write, "write", nil, "isolated: let the command change PATH (repeatable)")
 	fl.StringArrayVar(&p.deny, "deny", nil, "isolated: hide PATH even inside a readable or writable path (repeatable)")
-	fl.StringVar(&p.network, "network", "", "isolated: none (default) or all")
+	fl.StringVar(&p.network, "network", "", "isolated: none (default), all, or allow=HOST,... (only those hosts, through hutch's filtering proxy; HOST is host[:port], *.example.com, an IP or a CIDR range)")
+	fl.StringSliceVar(&p.networkDeny, "network-deny", nil, "isolated: refuse these hosts even when allowed (same grammar; repeatable or comma-separated)")
 	fl.StringVar(&p.memory, "memory", "", "isolated: memory limit, e.g. 512M")
 	fl.DurationVar(&p.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
 	fl.IntVar(&p.pids, "pids", 0, "isolated: at most N processes")
@@ -47,7 +50,17 @@ func (p *policyFlags) build(fl *pflag.FlagSet, dir string, timeout time.Duration
 			return base, err
 		}
 	}
-	q := policy.Policy{Read: p.read, Write: p.write, Deny: p.deny, Network: policy.Network(p.network), Dir: dir, Nice: p.nice, Timeout: timeout}
+	q := policy.Policy{Read: p.read, Write: p.write, Deny: p.deny, Dir: dir, Nice: p.nice, Timeout: timeout, DenyHosts: p.networkDeny}
+	if hosts, ok := strings.CutPrefix(p.network, "allow="); ok {
+		q.Network = policy.NetworkAllow
+		for _, h := range strings.Split(hosts, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				q.Hosts = append(q.Hosts, h)
+			}
+		}
+	} else {
+		q.Network = policy.Network(p.network)
+	}
 	q.Limits.CPUTime, q.Limits.Processes = p.cpuTime, p.pids
 	for _, s := range []struct {
 		flag, val string

@@ -1,7 +1,13 @@
 package isolated_test
 
 import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/policy"
@@ -59,4 +65,92 @@ func BenchmarkWarmRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// netClient measures, from wherever it runs, the mean time of one HTTP/1.0
+// exchange on a fresh connection (200 of them) and the throughput of one
+// 100 MiB download; through the sandbox's proxy when given "proxy".
+const netClient = `
+import socket, sys, time
+mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+target = ("127.0.0.1", 3128) if mode == "proxy" else (host, port)
+def get(path):
+    s = socket.create_connection(target)
+    url = "http://%s:%d%s" % (host, port, path) if mode == "proxy" else path
+    s.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" % (url, host)).encode())
+    n = 0
+    while True:
+        b = s.recv(1 << 20)
+        if not b:
+            break
+        n += len(b)
+    s.close()
+    return n
+get("/")
+t = time.perf_counter()
+for _ in range(200):
+    get("/")
+conn_ms = (time.perf_counter() - t) / 200 * 1000
+t = time.perf_counter()
+n = get("/big")
+mbps = n / (time.perf_counter() - t) / 1e6
+print("%.4f %.1f %d" % (conn_ms, mbps, n))
+`
+
+// BenchmarkNetworkProxy compares a client inside a sandbox whose network
+// is an allow-list (through the bridge and the proxy) with the same client
+// on the host connecting directly over loopback. Reported: ms per
+// connection and MB/s for each, and their ratios.
+func BenchmarkNetworkProxy(b *testing.B) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		b.Skip("needs /usr/bin/python3 (scripts/test.sh installs it)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		b.Skip(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			w.Header().Set("Content-Length", strconv.Itoa(100<<20))
+			_, _ = io.CopyN(w, zeros{}, 100<<20)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	sb, err := isolated.New(bg, policy.Default().Extend(policy.Policy{Hosts: []string{"127.0.0.2:" + port}}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	parse := func(out []byte) (connMS, mbps float64) {
+		if _, err := fmt.Sscanf(string(out), "%f %f", &connMS, &mbps); err != nil {
+			b.Fatalf("client said %q: %v", out, err)
+		}
+		return connMS, mbps
+	}
+	var dConn, dMB, pConn, pMB float64
+	for b.Loop() {
+		out, err := exec.Command("/usr/bin/python3", "-c", netClient, "direct", "127.0.0.2", port).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, m := parse(out)
+		dConn, dMB = dConn+c, dMB+m
+		r, err := sb.Exec(bg, sandbox.Command{Args: []string{"/usr/bin/python3", "-c", netClient, "proxy", "127.0.0.2", port}})
+		if err != nil || r.ExitCode != 0 {
+			b.Fatalf("%v %s", err, r.Stderr)
+		}
+		c, m = parse(r.Stdout)
+		pConn, pMB = pConn+c, pMB+m
+	}
+	n := float64(b.N)
+	b.ReportMetric(dConn/n, "direct-ms/conn")
+	b.ReportMetric(pConn/n, "proxy-ms/conn")
+	b.ReportMetric((pConn-dConn)/n, "added-ms/conn")
+	b.ReportMetric(dMB/n, "direct-MB/s")
+	b.ReportMetric(pMB/n, "proxy-MB/s")
+	b.ReportMetric(pMB/dMB, "throughput-ratio")
 }

@@ -81,6 +81,8 @@ func Layers() []Layer {
 		cg.remove()
 	}
 	out = append(out, cgl)
+	out = append(out, Layer{Name: "network allow-list", Active: ns.Active,
+		Detail: "with --network allow=...: the private network namespace's only way out is hutch's filtering proxy (HTTP CONNECT, HTTP, SOCKS5), bridged from loopback port 3128; refusals reported as blocked"})
 	return out
 }
 

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -36,6 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/netproxy"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -84,12 +86,16 @@ func baseEnv(pol policy.Policy) map[string]string {
 // operations are confined to it (inside the sandbox's view, under the same
 // policy as commands). Safe for concurrent use.
 type Sandbox struct {
-	pol    policy.Policy
-	conn   *helper.Conn
-	init   *exec.Cmd
-	cg     *cgroup
-	nextID atomic.Uint64
-	prober sandbox.Prober
+	pol  policy.Policy
+	conn *helper.Conn
+	// proxy filters the network when the policy has an allow-list;
+	// serveNetwork feeds it and closes netDone when the init is gone.
+	proxy   *netproxy.Proxy
+	netDone chan struct{}
+	init    *exec.Cmd
+	cg      *cgroup
+	nextID  atomic.Uint64
+	prober  sandbox.Prober
 
 	mu      sync.Mutex
 	pending map[uint64]chan helper.Response
@@ -106,6 +112,19 @@ var _ sandbox.Sandbox = (*Sandbox)(nil)
 // sandbox.ErrUnsupported (the host cannot isolate: the error says what is
 // missing and how to fix it).
 func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
+	return NewWithOptions(ctx, pol, Options{})
+}
+
+// Options are the settings of a sandbox beyond its policy.
+type Options struct {
+	// Resolver resolves the names commands ask the network proxy for,
+	// when the policy's network is an allow-list; nil means the host's
+	// resolver (so /etc/hosts counts).
+	Resolver netproxy.Resolver
+}
+
+// NewWithOptions is New with options.
+func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sandbox, error) {
 	if !helper.Ready() {
 		return nil, fmt.Errorf("%w: the isolated tier re-executes this program as its sandbox helper: call helper.Main() at the start of main (and of TestMain)", sandbox.ErrConfig)
 	}
@@ -124,6 +143,26 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 		return nil, err
 	}
 	defer sandboxEnd.Close() // also closed right after the start: see below
+	// An allow-list: the init bridges the proxy port on the sandbox's
+	// loopback to this proxy, passing each connection over netSandbox.
+	var proxy *netproxy.Proxy
+	var netHost, netSandbox *os.File
+	if pol.Network == policy.NetworkAllow {
+		list, err := netproxy.NewList(pol.Hosts, pol.DenyHosts)
+		if err != nil {
+			hostEnd.Close()
+			return nil, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
+		}
+		if proxy, err = netproxy.New(list, netproxy.Options{Resolver: opts.Resolver}); err != nil {
+			hostEnd.Close()
+			return nil, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
+		}
+		if netHost, netSandbox, err = helper.SocketPair(); err != nil {
+			hostEnd.Close()
+			return nil, err
+		}
+		defer netSandbox.Close()
+	}
 	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
 	// Memory and process limits go to control groups where hutch may
 	// create them; elsewhere the exec helper falls back to rlimits.
@@ -147,6 +186,9 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 	c.Args = []string{helper.InitName}
 	c.Env = []string{}
 	c.ExtraFiles = []*os.File{sandboxEnd}
+	if netSandbox != nil {
+		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD
+	}
 	c.SysProcAttr = namespaces(pol.Network == policy.NetworkAll, job.HostUID, job.HostGID)
 	fail := func(err error) (*Sandbox, error) {
 		if c.Process != nil {
@@ -154,6 +196,9 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 			_ = c.Wait()
 		}
 		hostEnd.Close()
+		if netHost != nil {
+			netHost.Close()
+		}
 		if cg != nil {
 			cg.remove()
 		}
@@ -163,6 +208,9 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 	// Only the init may hold its end: once it is gone, the host must see
 	// EOF (a failed setup would otherwise leave New waiting forever).
 	sandboxEnd.Close()
+	if netSandbox != nil {
+		netSandbox.Close()
+	}
 	if err := startErr; err != nil {
 		// Say why, with the fix (Supported probes and explains).
 		if serr := Supported(); serr != nil {
@@ -182,7 +230,11 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Sandbox{pol: pol, conn: helper.NewConn(fd), init: c, cg: cg, pending: map[uint64]chan helper.Response{}, done: make(chan struct{})}
+	s := &Sandbox{pol: pol, conn: helper.NewConn(fd), init: c, cg: cg, proxy: proxy, pending: map[uint64]chan helper.Response{}, done: make(chan struct{})}
+	if proxy != nil {
+		s.netDone = make(chan struct{})
+		go s.serveNetwork(netHost)
+	}
 	go s.readLoop() // ends the session at EOF, after every queued answer
 	go func() { _ = c.Wait() }()
 	res, err := s.call(ctx, helper.Request{Op: "start", Job: &job})
@@ -198,6 +250,44 @@ func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
 
 func dupFD(f *os.File) (int, error) {
 	return unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+}
+
+// MaxProxyConns bounds the connections one sandbox may hold open through
+// its proxy at once; more are closed at once. Each is a descriptor in
+// this (the host's) process, so a command opening connections without end
+// must not use up the host's descriptors.
+const MaxProxyConns = 256
+
+// serveNetwork hands every connection the init bridges from the sandbox's
+// proxy port to the proxy, until the init is gone.
+func (s *Sandbox) serveNetwork(f *os.File) {
+	defer close(s.netDone)
+	defer f.Close() // only here, after the last Recv: no descriptor reuse race
+	conn := helper.NewConn(int(f.Fd()))
+	slots := make(chan struct{}, MaxProxyConns)
+	for {
+		var msg struct{}
+		files, err := conn.Recv(&msg)
+		if err != nil {
+			return
+		}
+		for _, cf := range files {
+			c, err := net.FileConn(cf)
+			cf.Close()
+			if err != nil {
+				continue
+			}
+			select {
+			case slots <- struct{}{}:
+				go func() {
+					defer func() { <-slots }()
+					_ = s.proxy.ServeConn(context.Background(), c)
+				}()
+			default:
+				c.Close()
+			}
+		}
+	}
 }
 
 // readLoop hands each response to the call waiting for it.
@@ -371,7 +461,11 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
-	spec := &helper.Job{Argv: argv, Dir: cmd.Dir, Env: sandbox.EnvList(sandbox.MergeEnv(baseEnv(s.pol), cmd.Env))}
+	env := baseEnv(s.pol)
+	if s.proxy != nil {
+		env = sandbox.MergeEnv(env, helper.ProxyEnv())
+	}
+	spec := &helper.Job{Argv: argv, Dir: cmd.Dir, Env: sandbox.EnvList(sandbox.MergeEnv(env, cmd.Env))}
 
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
@@ -403,6 +497,11 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 	if s.cg != nil {
 		before = s.cg.counts()
 	}
+	var rec *netproxy.Recording
+	if s.proxy != nil {
+		rec = s.proxy.Record()
+		defer rec.Stop()
+	}
 	begin := time.Now()
 	res, err := s.call(ctx, helper.Request{Op: "exec", Job: spec, Timeout: cmd.Timeout.Milliseconds(), Final: final}, pipes[0][0], pipes[1][1], pipes[2][1])
 	// Our copies of the child's ends: close them so the readers see EOF.
@@ -429,6 +528,9 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		StdoutSize:      stdout.Total(),
 		StderrSize:      stderr.Total(),
 		TimedOut:        res.TimedOut,
+	}
+	if rec != nil {
+		out.Blocked = rec.Stop()
 	}
 	st := res.Status
 	if st == nil {
@@ -484,6 +586,10 @@ func (s *Sandbox) Close() error {
 	}
 	<-s.done
 	_ = s.conn.Close()
+	if s.proxy != nil {
+		<-s.netDone
+		_ = s.proxy.Close()
+	}
 	if s.cg != nil {
 		s.cg.remove()
 	}

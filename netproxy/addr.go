@@ -1,0 +1,127 @@
+package netproxy
+
+import "net/netip"
+
+// addrRange is a block of addresses a host may reach only when an entry
+// names them, with the reason shown when it does not.
+type addrRange struct {
+	prefix   netip.Prefix
+	reason   string
+	metadata bool // a cloud metadata service: only an entry for the address itself names it
+}
+
+// The more specific ranges come first: the first match gives the reason.
+var nonPublicV4 = []addrRange{
+	{netip.MustParsePrefix("169.254.169.254/32"), "the cloud metadata address (link-local)", true},
+	{netip.MustParsePrefix("169.254.170.2/32"), "the container metadata address (AWS ECS, link-local)", true},
+	{netip.MustParsePrefix("100.100.100.200/32"), "the cloud metadata address (Alibaba Cloud, shared CGNAT range)", true},
+	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address", false},
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private address", false},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a shared (CGNAT) address", false},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address", false},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address", false},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private address", false},
+	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved (IETF protocol) address", false},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address", false},
+	{netip.MustParsePrefix("192.88.99.0/24"), "a reserved (6to4 relay) address", false},
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private address", false},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address", false},
+	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address", false},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address", false},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address", false},
+	{netip.MustParsePrefix("255.255.255.255/32"), "the broadcast address", false},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address", false},
+}
+
+var nonPublicV6 = []addrRange{
+	{netip.MustParsePrefix("fd00:ec2::254/128"), "the cloud metadata address (AWS, IPv6)", true},
+	{netip.MustParsePrefix("fd20:ce::254/128"), "the cloud metadata address (Google Cloud, IPv6)", true},
+	{netip.MustParsePrefix("::/128"), "an unspecified address", false},
+	{netip.MustParsePrefix("::1/128"), "a loopback address", false},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address", false},
+	{netip.MustParsePrefix("100::/64"), "a discard-only address", false},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address", false},
+	{netip.MustParsePrefix("2001::/23"), "a reserved (IETF protocol) address", false},
+	{netip.MustParsePrefix("3fff::/20"), "a documentation address", false},
+	{netip.MustParsePrefix("fc00::/7"), "a private address", false},
+	{netip.MustParsePrefix("fe80::/10"), "a link-local address", false},
+	{netip.MustParsePrefix("fec0::/10"), "a site-local address", false},
+	{netip.MustParsePrefix("ff00::/8"), "a multicast address", false},
+}
+
+var (
+	ipv4Compatible = netip.MustParsePrefix("::/96")
+	nat64          = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+	globalUnicast  = netip.MustParsePrefix("2000::/3")
+)
+
+// NonPublicReason says why a is not a public address — "a loopback
+// address", "a private address", "the cloud metadata address
+// (link-local)" and so on — or returns "" for a public unicast address.
+// It covers loopback, RFC 1918 and fc00::/7 private, link-local,
+// unspecified, shared (CGNAT, 100.64.0.0/10), the known cloud metadata
+// addresses (169.254.169.254, 169.254.170.2, 100.100.100.200,
+// fd00:ec2::254, fd20:ce::254), multicast, broadcast, documentation,
+// benchmarking and reserved blocks, and IPv6 outside 2000::/3. IPv6 forms
+// that embed an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64
+// 64:ff9b::/96, 6to4 2002::/16) are judged by the embedded address. The
+// zero Addr is "an invalid address". It does not know about addresses
+// that are private only by a site's own routing.
+func NonPublicReason(a netip.Addr) string {
+	r, _ := classify(a)
+	return r
+}
+
+// classify returns NonPublicReason(a) and whether a is a cloud metadata
+// address (in any embedding).
+func classify(a netip.Addr) (reason string, metadata bool) {
+	if !a.IsValid() {
+		return "an invalid address", false
+	}
+	a = a.WithZone("")
+	if a.Is4In6() {
+		return embedded(a.Unmap(), "IPv4-mapped", false)
+	}
+	if a.Is4() {
+		return lookupRange(nonPublicV4, a)
+	}
+	if r, m := lookupRange(nonPublicV6, a); r != "" {
+		return r, m
+	}
+	b := a.As16()
+	switch {
+	case ipv4Compatible.Contains(a):
+		return embedded(netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true)
+	case nat64.Contains(a):
+		return embedded(netip.AddrFrom4([4]byte(b[12:16])), "NAT64", false)
+	case sixToFour.Contains(a):
+		return embedded(netip.AddrFrom4([4]byte(b[2:6])), "6to4", false)
+	case !globalUnicast.Contains(a):
+		return "not a global unicast address", false
+	}
+	return "", false
+}
+
+func lookupRange(ranges []addrRange, a netip.Addr) (string, bool) {
+	for _, r := range ranges {
+		if r.prefix.Contains(a) {
+			return r.reason, r.metadata
+		}
+	}
+	return "", false
+}
+
+// embedded judges an IPv6 address by the IPv4 address v4 it embeds. A
+// deprecated form (IPv4-compatible) is refused even around a public
+// address.
+func embedded(v4 netip.Addr, form string, deprecated bool) (string, bool) {
+	r, m := lookupRange(nonPublicV4, v4)
+	switch {
+	case r != "":
+		return r + " (" + form + ")", m
+	case deprecated:
+		return "a deprecated " + form + " address", false
+	}
+	return "", false
+}
