@@ -258,3 +258,42 @@ ip -o addr 2>/dev/null | grep -v ' lo ' || true`, p, udpPort)
 		}
 	})
 }
+
+// With no resolver given, names go through the host's resolver, so the
+// real /etc/hosts counts: "localhost" reaches a server on 127.0.0.1 only
+// when an entry also names that loopback address (the rebinding guard).
+func TestNetworkAllowSystemResolver(t *testing.T) {
+	e := newEnv(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("curl is missing (scripts/test.sh installs it)")
+		}
+		t.Skip("curl is missing: run scripts/test.sh, which installs it")
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(bg, "ip4", "localhost")
+	if err != nil || !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.Unmap() == netip.MustParseAddr("127.0.0.1") }) {
+		t.Skipf("this host's resolver does not map localhost to 127.0.0.1: %v %v", addrs, err)
+	}
+	port := strconv.Itoa(serveOn(t, "127.0.0.1:0", false))
+	for _, c := range []struct {
+		hosts []string
+		works bool
+	}{
+		{[]string{"localhost:" + port, "127.0.0.1"}, true},
+		{[]string{"localhost:" + port}, false},
+	} {
+		sb, err := isolated.New(bg, e.pol.Extend(policy.Policy{Hosts: c.hosts}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := sb.Exec(bg, sandbox.Command{Shell: "curl -sS http://localhost:" + port + "/", Timeout: 30 * time.Second})
+		sb.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.HasPrefix(string(r.Stdout), "hello from 127.0.0.1:")
+		if got != c.works || (!c.works && !slices.Equal(r.Blocked, []string{"localhost:" + port})) {
+			t.Errorf("hosts %q: out %q, err %q, blocked %q; want reached=%v", c.hosts, r.Stdout, r.Stderr, r.Blocked, c.works)
+		}
+	}
+}
