@@ -50,10 +50,15 @@ func initMain() int {
 		proxyListeners = ls
 		bridge(NewConn(NetFD), proxyListeners)
 	}
+	s, err := newServer(conn, job)
+	if err != nil {
+		_ = conn.Send(Response{ID: req.ID, Err: ToWire(fmt.Errorf("building the sandbox: %w", err))})
+		return 1
+	}
 	if err := conn.Send(Response{ID: req.ID}); err != nil {
 		return 1
 	}
-	serve(conn, job)
+	s.serve()
 	return 0
 }
 

@@ -41,13 +41,19 @@ type server struct {
 	runnerBusy bool
 }
 
-func serve(conn *Conn, job Job) {
+// newServer opens the file tools' guard at the policy's start directory,
+// inside the finished sandbox.
+func newServer(conn *Conn, job Job) (*server, error) {
 	files, err := local.New(job.Policy.Dir, local.Options{})
 	if err != nil {
-		_ = conn.Send(Response{Err: ToWire(err)})
-		return
+		return nil, fmt.Errorf("the start directory: %w", err)
 	}
-	s := &server{conn: conn, job: job, files: files, execs: map[uint64]*exec.Cmd{}, cancelled: map[uint64]bool{}}
+	return &server{conn: conn, job: job, files: files, execs: map[uint64]*exec.Cmd{}, cancelled: map[uint64]bool{}}, nil
+}
+
+// serve answers requests until the host closes the socket.
+func (s *server) serve() {
+	conn := s.conn
 	for {
 		var req Request
 		passed, err := conn.Recv(&req)

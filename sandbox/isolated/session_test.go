@@ -88,3 +88,18 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A start directory missing on the host fails New with a reason, not a
+// session that dies on its first call.
+func TestMissingStartDir(t *testing.T) {
+	newEnv(t)
+	dir := filepath.Join(t.TempDir(), "not-there")
+	sb, err := isolated.New(bg, policy.Default().Extend(policy.Policy{Write: []string{dir}, Dir: dir}))
+	if err == nil {
+		sb.Close()
+		t.Fatal("New succeeded with a missing start directory")
+	}
+	if !strings.Contains(err.Error(), "start directory") {
+		t.Errorf("error does not name the start directory: %v", err)
+	}
+}
