@@ -103,13 +103,15 @@ type remoteError struct {
 func (e *remoteError) Error() string        { return e.msg }
 func (e *remoteError) Is(target error) bool { return target == e.is || errors.Is(e.is, target) }
 
-// Conn is one end of the socket pair. Send is safe for concurrent use;
-// Recv is for one reader.
+// Conn is one end of the socket pair. Send is safe for concurrent use,
+// also with Close; Recv is for one reader, which must be done before
+// Close (a descriptor closed under a blocked read could be reused).
 type Conn struct {
-	fd  int
-	wmu sync.Mutex
-	buf []byte
-	oob []byte
+	fd     int
+	wmu    sync.Mutex
+	closed bool // under wmu: no send may reach a reused descriptor
+	buf    []byte
+	oob    []byte
 }
 
 // NewConn wraps a SOCK_SEQPACKET socket.
@@ -145,6 +147,9 @@ func (c *Conn) Send(v any, files ...*os.File) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.closed {
+		return fs.ErrClosed
+	}
 	for {
 		err = unix.Sendmsg(c.fd, b, oob, nil, 0)
 		if !errors.Is(err, unix.EINTR) {
@@ -194,5 +199,13 @@ func (c *Conn) Recv(v any) ([]*os.File, error) {
 	return files, nil
 }
 
-// Close closes the socket.
-func (c *Conn) Close() error { return unix.Close(c.fd) }
+// Close closes the socket once; later sends fail with fs.ErrClosed.
+func (c *Conn) Close() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	return unix.Close(c.fd)
+}
