@@ -252,6 +252,10 @@ func dupFD(f *os.File) (int, error) {
 	return unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 }
 
+// hostGrace is how long past a command's timeout the host waits for the
+// sandbox's answer before it gives the session up.
+var hostGrace = 10 * time.Second
+
 // MaxProxyConns bounds the connections one sandbox may hold open through
 // its proxy at once; more are closed at once. Each is a descriptor in
 // this (the host's) process, so a command opening connections without end
@@ -503,7 +507,15 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		defer rec.Stop()
 	}
 	begin := time.Now()
-	res, err := s.call(ctx, helper.Request{Op: "exec", Job: spec, Timeout: cmd.Timeout.Milliseconds(), Final: final}, pipes[0][0], pipes[1][1], pipes[2][1])
+	// The init enforces the timeout. This bound is for an init that no
+	// longer answers at all: the session is closed rather than waited on.
+	callCtx, cancel := context.WithTimeout(ctx, cmd.Timeout+hostGrace)
+	defer cancel()
+	res, err := s.call(callCtx, helper.Request{Op: "exec", Job: spec, Timeout: cmd.Timeout.Milliseconds(), Final: final}, pipes[0][0], pipes[1][1], pipes[2][1])
+	if err != nil && ctx.Err() == nil && callCtx.Err() != nil {
+		go s.Close()
+		err = fmt.Errorf("%w: the sandbox did not end the command %v after its %v timeout, so the sandbox was closed", sandbox.ErrClosed, hostGrace, cmd.Timeout)
+	}
 	// Our copies of the child's ends: close them so the readers see EOF.
 	pipes[0][0].Close()
 	pipes[1][1].Close()
