@@ -405,3 +405,40 @@ func TestAskDeferred(t *testing.T) {
 		t.Fatalf("a deferred ask must come back as the Asker's error, got %+v %v", d, err)
 	}
 }
+
+// An agent asking again and again with new arguments fills the store only
+// up to MaxOpen; then asking is refused with a reason, and deciding a
+// request makes room.
+func TestApproveOpenRequestsBounded(t *testing.T) {
+	s, err := permission.OpenStore(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for i := range permission.MaxOpen {
+		st, id, err := s.Claim(bg, permission.Request{Capability: permission.Shell, Detail: fmt.Sprint(i), Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+		if err != nil || st != permission.StatusPending {
+			t.Fatalf("request %d: %v %v", i, st, err)
+		}
+		if i == 0 {
+			first = id
+		}
+	}
+	over := permission.Request{Capability: permission.Shell, Detail: "one more", Args: json.RawMessage(`{"n":-1}`)}
+	if _, _, err := s.Claim(bg, over); !errors.Is(err, permission.ErrTooManyOpen) {
+		t.Fatalf("request %d: %v, want ErrTooManyOpen", permission.MaxOpen+1, err)
+	}
+	// A request already waiting can still be asked about.
+	if st, id, err := s.Claim(bg, permission.Request{Capability: permission.Shell, Detail: "0", Args: json.RawMessage(`{"n":0}`)}); err != nil || id != first || st != permission.StatusPending {
+		t.Errorf("asking about a waiting request: %v %v %v", st, id, err)
+	}
+	if _, err := s.Decide(bg, first, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Claim(bg, permission.Request{Capability: permission.Shell, Detail: "0", Args: json.RawMessage(`{"n":0}`)}); err != nil {
+		t.Fatal(err) // uses up the denial: the slot is free again
+	}
+	if _, _, err := s.Claim(bg, over); err != nil {
+		t.Errorf("after a decision: %v", err)
+	}
+}

@@ -47,6 +47,14 @@ type Approval struct {
 	Key        string          `json:"key"` // capability, tool and canonical arguments, hashed
 }
 
+// MaxOpen bounds the requests waiting in a store (pending, or decided and
+// not yet used): an agent cannot grow the file without end by asking.
+const MaxOpen = 1000
+
+// ErrTooManyOpen: MaxOpen requests are waiting; a new one is refused until
+// a person decides some (hutch approvals list / deny).
+var ErrTooManyOpen = fmt.Errorf("%d approval requests are already waiting: decide or deny some (hutch approvals list) before asking again", MaxOpen)
+
 // ErrNoApproval: no request has that id.
 var ErrNoApproval = errors.New("no such approval request")
 
@@ -199,6 +207,9 @@ func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) 
 				return err
 			}
 			return open.Delete([]byte(key))
+		}
+		if open.Stats().KeyN >= MaxOpen {
+			return ErrTooManyOpen
 		}
 		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: req.Detail, Tool: req.Tool,
 			Arguments: args, Scope: req.Scope, CreatedAt: now, Status: StatusPending, Key: key}

@@ -191,6 +191,9 @@ func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, deta
 		}
 	}
 	d, err := ts.opts.Gate.Check(ctx, permission.Request{Capability: c, Detail: detail, Tool: tool, Args: raw, Scope: ts.scope})
+	if errors.Is(err, permission.ErrTooManyOpen) {
+		return failf("%s not approved: %v", c, err), false, nil
+	}
 	if err != nil {
 		return Output{}, false, err
 	}
