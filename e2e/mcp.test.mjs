@@ -6,6 +6,7 @@
 // Without HUTCH_BIN the tests build hutch from this checkout. Nothing is
 // ever skipped. Each test serves a fresh temporary root.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -410,6 +411,30 @@ describe('hutch mcp', () => {
     structured(await call(s.client, 'shell', { command }), { exit_code: 0, stdout: '', stderr: '', timed_out: false, blocked: [] }, 'approved shell');
     failed(await call(s.client, 'shell', { command }), 'shell again', /approval required/i);
     assert.equal(fs.readFileSync(path.join(root, 'log.txt'), 'utf8'), 'run\n', 'ran exactly once');
+  });
+
+  // The container tier on a real Docker engine (scripts/docker-up.sh starts
+  // one and builds the busybox image). Without one the test fails under
+  // CI=true and skips elsewhere, saying why.
+  test('container: the tools act inside a hardened container, the root bound writable', T, async (t) => {
+    const image = process.env.HUTCH_TEST_IMAGE ?? 'hutch-test-busybox:latest';
+    const probe = spawnSync('docker', ['image', 'inspect', image], { encoding: 'utf8' });
+    if (probe.status !== 0) {
+      const why = `no Docker engine with ${image} (run scripts/docker-up.sh): ${probe.error ?? probe.stderr}`;
+      if (process.env.CI === 'true') assert.fail(why);
+      t.skip(why);
+      return;
+    }
+    const { root } = tempRoot(t);
+    fs.writeFileSync(path.join(root, 'in.txt'), 'from the host\n');
+    const s = await connect(t, ['--tier', 'container', '--image', image, '--root', root, '--mode', 'auto']);
+    assert.match(s.client.getInstructions() ?? '', /container/);
+    assert.equal(text(ok(await call(s.client, 'read_file', { path: 'in.txt' }), 'read_file')), 'from the host\n');
+    ok(await call(s.client, 'write_file', { path: 'out.txt', content: 'from the container\n' }), 'write_file');
+    assert.equal(fs.readFileSync(path.join(root, 'out.txt'), 'utf8'), 'from the container\n');
+    const sh = ok(await call(s.client, 'shell', { command: 'grep CapEff /proc/self/status; touch /etc/x 2>/dev/null || echo read-only; ls /sys/class/net' }), 'shell');
+    assert.deepEqual(sh.structuredContent.stdout.split('\n'), ['CapEff:\t0000000000000000', 'read-only', 'lo', '']);
+    failed(await call(s.client, 'read_file', { path: '/etc/passwd' }), 'escape', /outside|escape/i);
   });
 
   test('approve mode without --store fails to start with a clear message', T, (t) => {

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/hutchsandbox/hutch/policy"
@@ -51,6 +52,11 @@ func Main() {
 			os.Exit(execMain())
 		case RunnerName:
 			os.Exit(runnerMain())
+		}
+		if filepath.Base(os.Args[0]) == ContainerHelperName {
+			if code, ok := containerMain(os.Args[1:]); ok {
+				os.Exit(code)
+			}
 		}
 	}
 	ready.Store(true)

@@ -41,6 +41,9 @@ type Config struct {
 	StorePath string
 	// Version is reported to clients.
 	Version string
+	// Notes are what the sandbox cannot enforce of what was asked (from
+	// Open), for the operator to read; the server itself ignores them.
+	Notes []string
 }
 
 // New returns an MCP server with hutch's tools, for one session (stdio) or

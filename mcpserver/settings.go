@@ -15,6 +15,7 @@ import (
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/tier"
 	"github.com/hutchsandbox/hutch/tool"
 )
@@ -36,8 +37,16 @@ type Settings struct {
 	// directory.
 	PolicyFile string `yaml:"policy"`
 	// Isolation, when set (from command-line flags), is the isolated
-	// tier's policy, before Root is added.
+	// tier's policy, before Root is added; for the container tier it is
+	// mapped onto the container (its paths become binds).
 	Isolation *policy.Policy `yaml:"-"`
+	// Image and Runtime choose the container tier's image (required) and
+	// runtime (docker, podman or apple).
+	Image   string `yaml:"image"`
+	Runtime string `yaml:"runtime"`
+	// Container, when set (from command-line flags), holds every container
+	// option; Image and Runtime above fill it when it lacks them.
+	Container *container.Options `yaml:"-"`
 }
 
 // LoadSettings reads a YAML settings file strictly: unknown keys and
@@ -122,8 +131,21 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 	if err != nil {
 		return cfg, close, err
 	}
-	tcfg := tier.Config{Root: s.Root}
-	if s.Tier == tier.Isolated {
+	tcfg := tier.Config{Root: s.Root, Note: func(n string) { cfg.Notes = append(cfg.Notes, n) }}
+	if s.Tier == tier.Container {
+		o := container.Options{}
+		if s.Container != nil {
+			o = *s.Container
+		}
+		if o.Image == "" {
+			o.Image = s.Image
+		}
+		if o.Runtime == "" {
+			o.Runtime = container.Runtime(s.Runtime)
+		}
+		tcfg.Container = &o
+	}
+	if s.Tier == tier.Isolated || s.Tier == tier.Container && (s.Isolation != nil || s.PolicyFile != "" || s.Root != "") {
 		pol := policy.Default()
 		switch {
 		case s.Isolation != nil:

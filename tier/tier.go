@@ -6,11 +6,13 @@ package tier
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 	"github.com/hutchsandbox/hutch/sandbox/virtual"
@@ -35,7 +37,15 @@ type Config struct {
 	// Env is added to every command's base environment.
 	Env map[string]string
 	// Policy is the isolated tier's policy; nil is the default policy.
+	// For the container tier, a policy (when set) is mapped onto Container
+	// (container.FromPolicy): its paths become binds, its limits flags.
 	Policy *policy.Policy
+	// Container holds the container tier's options; Image is required.
+	Container *container.Options
+	// Note receives, one line each, what the tier cannot enforce of what
+	// was asked (a container runtime's hardening gaps, a policy's nice
+	// level). Front ends must show them: nothing is dropped silently.
+	Note func(string)
 }
 
 // Open returns a sandbox of the named tier. An unknown name is an error
@@ -59,6 +69,8 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 			pol.Env = sandbox.MergeEnv(map[string]string{"PATH": sandbox.DefaultPath}, pol.Env, cfg.Env)
 		}
 		return isolated.New(ctx, pol)
+	case Container:
+		return openContainer(cfg)
 	}
 	if st := Check(name); !st.Supported {
 		return nil, st.err
@@ -95,7 +107,14 @@ func Check(name string) Status {
 		} else {
 			st.Reason = "kernel isolation (namespaces, Landlock, seccomp, no capabilities, limits) under a policy; commands and file tools act inside"
 		}
-	case Container, Remote:
+	case Container:
+		if prog, err := exec.LookPath(container.Docker.Program()); err != nil {
+			st.Supported = false
+			st.err = fmt.Errorf("%w: the container tier drives docker (or podman, or Apple's container) through its CLI, and none is in PATH: install docker.io and start its engine", sandbox.ErrUnsupported)
+		} else {
+			st.Reason = "a hardened container (no network, no capabilities, no-new-privileges, read-only root, pids limit) through " + prog + "; tools act inside through hutch's helper; the engine is checked when a sandbox starts"
+		}
+	case Remote:
 		st.Supported = false
 		st.err = fmt.Errorf("the %s tier is not built yet: use --tier isolated, local or virtual: %w", name, sandbox.ErrUnsupported)
 	default:
@@ -119,3 +138,35 @@ func CheckAll() []Status {
 
 // Known reports whether name is a tier name.
 func Known(name string) bool { return slices.Contains(Names, name) }
+
+// openContainer builds the container tier's options (the policy mapped
+// onto them when given) and reports what the runtime cannot enforce.
+func openContainer(cfg Config) (sandbox.Sandbox, error) {
+	if cfg.Container == nil || cfg.Container.Image == "" {
+		return nil, fmt.Errorf("%w: the container tier needs an image (--image IMAGE); there is no default", sandbox.ErrConfig)
+	}
+	o := *cfg.Container
+	var notes []string
+	if cfg.Policy != nil {
+		var err error
+		if o, notes, err = container.FromPolicy(*cfg.Policy, o); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Env != nil {
+		o.Env = sandbox.MergeEnv(o.Env, cfg.Env)
+	}
+	sb, err := container.New(o)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Policy == nil {
+		notes = sb.HardeningGaps() // FromPolicy's notes hold them already
+	}
+	if cfg.Note != nil {
+		for _, n := range notes {
+			cfg.Note(n)
+		}
+	}
+	return sb, nil
+}

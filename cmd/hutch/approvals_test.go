@@ -98,7 +98,9 @@ func TestMCPBadSettings(t *testing.T) {
 		{[]string{"mcp", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
 		{[]string{"mcp", "--tier", "local", "--root", dir, "--memory", "1G"}, "apply to --tier isolated"},
 		{[]string{"mcp", "--tier", "isolated", "--memory", "lots"}, "--memory"},
-		{[]string{"mcp", "--tier", "container"}, "not built yet"},
+		{[]string{"mcp", "--tier", "container"}, "needs an image"},
+		{[]string{"mcp", "--tier", "remote"}, "not built yet"},
+		{[]string{"mcp", "--tier", "local", "--root", dir, "--image", "x"}, "apply to --tier container"},
 	} {
 		code, _, errOut := hutch(t, "", c.args...)
 		if code != 125 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {

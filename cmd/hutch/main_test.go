@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -223,7 +225,8 @@ func TestCheckAndVersion(t *testing.T) {
 			t.Errorf("unsupported tier %s without a reason", s.Tier)
 		}
 	}
-	if !got["virtual"] || !got["local"] || !got["isolated"] || got["container"] {
+	_, dockerErr := exec.LookPath("docker")
+	if !got["virtual"] || !got["local"] || !got["isolated"] || got["container"] != (dockerErr == nil) || got["remote"] {
 		t.Errorf("tiers: %+v", rep.Tiers)
 	}
 	if rep.Environment.Error != "" || rep.Environment.Commands["sh"].Path == "" {
@@ -255,5 +258,45 @@ func TestRunNetworkAllow(t *testing.T) {
 	r = decodeOne(t, out)
 	if strings.Contains(*r.Stdout, "hi") || len(*r.Blocked) != 1 || (*r.Blocked)[0] != addr {
 		t.Errorf("denied: exit %d, %s %s", code, out, errs)
+	}
+}
+
+// hutch run --tier container on a real Docker engine (scripts/docker-up.sh
+// starts one and builds the busybox image): hardened by default, the
+// policy flags mapped onto binds, bad combinations refused.
+func TestRunContainer(t *testing.T) {
+	image := os.Getenv("HUTCH_TEST_IMAGE")
+	if image == "" {
+		image = "hutch-test-busybox:latest"
+	}
+	if out, err := exec.Command("docker", "image", "inspect", image).CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("no Docker engine with %s (run scripts/docker-up.sh): %v %s", image, err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir := t.TempDir()
+	code, out, errs := hutch(t, "", "run", "--tier", "container", "--image", image, "--write", dir, "--json", "--",
+		"sh", "-c", "pwd; grep CapEff /proc/self/status; echo x > made.txt; touch /etc/x 2>/dev/null || echo ro")
+	r := decodeOne(t, out)
+	if code != 0 || *r.Stdout != dir+"\nCapEff:\t0000000000000000\nro\n" {
+		t.Errorf("exit %d, %s %s", code, out, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "made.txt")); err != nil || string(b) != "x\n" {
+		t.Errorf("the writable path is not the host's: %q %v", b, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--tier", "container", "--", "true"}, "needs an image"},
+		{[]string{"run", "--image", image, "--", "true"}, "apply to --tier container"},
+		{[]string{"run", "--tier", "container", "--image", image, "--network", "allow=example.com", "--", "true"}, "isolated tier"},
+		{[]string{"run", "--tier", "container", "--image", image, "--runtime", "lxc", "--", "true"}, "unknown runtime"},
+	} {
+		if code, _, errs := hutch(t, "", c.args...); code != 125 || !strings.Contains(errs, c.want) {
+			t.Errorf("%q: exit %d, %q; want 125 and %q", c.args, code, errs, c.want)
+		}
 	}
 }

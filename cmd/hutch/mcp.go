@@ -22,6 +22,7 @@ func newMCPCmd() *cobra.Command {
 	var s mcpserver.Settings
 	var config string
 	var pf policyFlags
+	var cf containerFlags
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve hutch's tools over the Model Context Protocol (stdio, or --http ADDR)",
@@ -30,11 +31,13 @@ web_search) to an MCP client. Which tools are listed depends on the tier and the
 permission mode: a tool the agent could never use is not offered.
 
 Settings come from flags, or from a YAML file (--config) with the same keys
-(tier, root, mode, allow, fetch_allow, search_url, store, audit, http); flags
+(tier, root, mode, allow, fetch_allow, search_url, store, audit, http, policy,
+image, runtime); flags
 given on the command line win.`,
 		Example: `  hutch mcp --tier local --root ~/project --mode ask
   hutch mcp --tier local --root . --mode approve --store approvals.db --audit audit.jsonl
-  hutch mcp --http 127.0.0.1:8765 --tier local --root . --mode auto`,
+  hutch mcp --http 127.0.0.1:8765 --tier local --root . --mode auto
+  hutch mcp --tier container --image debian:stable-slim --root . --mode auto`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			settings := s
@@ -45,9 +48,19 @@ given on the command line win.`,
 				}
 				settings = overlay(file, s, c.Flags())
 			}
+			if containerFlagsSet(c.Flags()) {
+				if settings.Tier != "container" {
+					return fmt.Errorf("--image and the other container flags apply to --tier container")
+				}
+				o, err := cf.options()
+				if err != nil {
+					return err
+				}
+				settings.Container = &o
+			}
 			if policyFlagsSet(c.Flags()) {
-				if settings.Tier != "isolated" {
-					return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated")
+				if settings.Tier != "isolated" && settings.Tier != "container" {
+					return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated or container")
 				}
 				if pf.file == "" {
 					pf.file = settings.PolicyFile
@@ -62,7 +75,7 @@ given on the command line win.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local, isolated (--root is then the writable start directory)")
+	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local, isolated or container (--root is then the writable start directory)")
 	f.StringVar(&s.Root, "root", "", "the sandbox root directory (required for the local tier)")
 	f.StringVar(&s.Mode, "mode", "read_only", "permission mode: read_only, auto, ask, approve")
 	f.StringSliceVar(&s.Allow, "allow", nil, "capabilities allowed in any mode (comma-separated: write,shell,fetch,search)")
@@ -73,6 +86,7 @@ given on the command line win.`,
 	f.StringVar(&s.HTTP, "http", "", "serve the streamable HTTP transport on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	f.StringVar(&config, "config", "", "read settings from this YAML file")
 	pf.register(f)
+	cf.register(f)
 	return c
 }
 
@@ -111,6 +125,9 @@ func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
 		return err
 	}
 	defer closeAll()
+	for _, n := range cfg.Notes {
+		fmt.Fprintln(logw, "hutch: note: "+n)
+	}
 	cfg.Version = version()
 	if s.HTTP == "" {
 		// One client, one request at a time, each crossing several

@@ -22,7 +22,8 @@ type runFlags struct {
 	shell   string
 	json    bool
 
-	pol policyFlags // isolated tier
+	pol policyFlags    // isolated tier (and container, mapped)
+	ctr containerFlags // container tier
 }
 
 func newRunCmd() *cobra.Command {
@@ -43,6 +44,7 @@ Exit status: the command's own; 124 when it timed out; 125 when hutch could
 not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`,
 		Example: `  hutch run -- uname -a
   hutch run --write . --memory 512M --cpu-time 30s -- make test
+  hutch run --tier container --image debian:stable-slim --write . -- make test
   hutch run --tier local -- ls -la
   hutch run --tier local --timeout 5s -c 'make test | tail -n 20'
   hutch run --tier local --json --env GREETING=hi -- sh -c 'echo $GREETING'`,
@@ -50,10 +52,11 @@ not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`,
 	}
 	fl := c.Flags()
 	fl.SetInterspersed(false) // flags after CMD belong to CMD
-	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: isolated, local, virtual (container, remote: not built yet)")
+	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: isolated, container, local, virtual (remote: not built yet)")
 	fl.StringVar(&f.root, "root", ".", "the sandbox root directory (local tier)")
 	fl.StringVar(&f.dir, "dir", "", "where the command starts (local: inside the root; isolated: a readable path; default: the root, or the first --write path, or /tmp)")
 	f.pol.register(fl)
+	f.ctr.register(fl)
 	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultTimeout, "stop the command and everything it started after this long")
 	fl.StringArrayVar(&f.env, "env", nil, "add NAME=VALUE to the command's environment (repeatable)")
 	fl.StringVarP(&f.shell, "shell", "c", "", "run this command line with /bin/sh -c instead of CMD ARG...")
@@ -72,7 +75,11 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 	}
 	ctx := c.Context()
 	var res sandbox.Result
-	if f.tier == tier.Isolated {
+	if f.tier != tier.Container && containerFlagsSet(c.Flags()) {
+		return fmt.Errorf("--image and the other container flags apply to --tier container, not %s", f.tier)
+	}
+	switch f.tier {
+	case tier.Isolated:
 		timeout := time.Duration(0)
 		if c.Flags().Changed("timeout") {
 			timeout = f.timeout
@@ -85,7 +92,9 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 			cmd.Timeout = 0 // the policy's
 		}
 		res, err = isolated.Run(ctx, pol, cmd)
-	} else {
+	case tier.Container:
+		res, err = runContainer(c, f, cmd)
+	default:
 		if policyFlagsSet(c.Flags()) {
 			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
 		}
@@ -112,6 +121,29 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 		return exitError{st}
 	}
 	return nil
+}
+
+// runContainer runs cmd once in a fresh container (removed afterwards
+// unless --reconnect), with the policy flags mapped onto it when given.
+func runContainer(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Result, error) {
+	opts, err := f.ctr.options()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	cfg := tier.Config{Container: &opts, Note: func(n string) { fmt.Fprintln(c.ErrOrStderr(), "hutch: note: "+n) }}
+	if policyFlagsSet(c.Flags()) {
+		pol, err := f.pol.build(c.Flags(), f.dir, 0)
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		cfg.Policy = &pol
+	}
+	sb, err := tier.Open(c.Context(), tier.Container, cfg)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer sb.Close()
+	return sb.Exec(c.Context(), cmd)
 }
 
 func buildCommand(f runFlags, args []string) (sandbox.Command, error) {

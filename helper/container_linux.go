@@ -1,0 +1,783 @@
+package helper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/local"
+)
+
+// The container tier's helper: hutch's own static binary, mounted
+// read-only into the container and started as
+//
+//	hutch-helper init           the container's PID 1 (idle, reaps zombies)
+//	hutch-helper serve ROOT     the stream server, once per session, over
+//	                            `docker exec -i` (stdin and stdout carry frames)
+//	hutch-helper reaper         started by serve: runs commands one at a time
+//
+// Roles are chosen by argv[0]'s base name and the first argument, so a
+// normal invocation of hutch never takes them.
+
+// ContainerHelperName is the argv[0] base name that selects a container
+// helper role.
+const ContainerHelperName = "hutch-helper"
+
+// containerMain runs the role args names; ok is false when args name none
+// (the program then carries on as itself).
+func containerMain(args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "init":
+		return containerInit(), true
+	case "serve":
+		if len(args) != 2 {
+			fmt.Fprintln(os.Stderr, "hutch-helper: usage: hutch-helper serve ROOT")
+			return 2, true
+		}
+		return serveStream(os.Stdin, os.Stdout, args[1]), true
+	case "reaper":
+		return reaperMain(), true
+	}
+	return 0, false
+}
+
+// containerInit is an idle PID 1: it reaps every orphan that comes to it
+// and ignores the signals a command inside could send it (the kernel then
+// drops them: PID 1 receives no signal it ignores). `docker rm -f` still
+// ends it with SIGKILL.
+func containerInit() int {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	for {
+		noChildren()
+		select {
+		case <-chld:
+		case <-time.After(time.Minute): // a missed signal costs at most this
+		}
+	}
+}
+
+// streamServer answers one host over frames. File operations go through a
+// local-tier guard rooted at the working directory, inside the container,
+// so symbolic links are resolved where they live; commands go to reapers.
+type streamServer struct {
+	fw    *FrameWriter
+	files *local.Sandbox
+	base  map[string]string // PATH, HOME, LANG as the container gives them
+
+	mu   sync.Mutex
+	ops  map[uint64]*srvOp
+	idle []*reaperProc
+}
+
+// srvOp is one operation in progress.
+type srvOp struct {
+	req    StreamRequest
+	data   []byte // write: content received so far
+	sealed bool   // write: its close came; the content is being written
+	// exec only:
+	stdin          *Inbox
+	stdout, stderr *Window
+	cancel         chan struct{}
+	cancelOnce     sync.Once
+}
+
+func serveStream(in io.Reader, out io.Writer, root string) int {
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
+	files, err := local.New(root, local.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
+		return 1
+	}
+	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), ops: map[uint64]*srvOp{}}
+	defer s.shutdown()
+	go s.prewarm()
+	if err := s.fw.WriteJSON(FrameHello, 0, Hello{Version: StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
+		return 1
+	}
+	fr := NewFrameReader(in)
+	for {
+		f, err := fr.ReadFrame()
+		if err == io.EOF {
+			return 0 // the host let go: the session ends
+		}
+		if err == nil {
+			err = s.dispatch(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
+			return 2
+		}
+	}
+}
+
+// containerBaseEnv is the base environment of every command: PATH, HOME
+// and LANG from what the runtime gave this process (the image's settings),
+// nothing else.
+func containerBaseEnv() map[string]string {
+	env := map[string]string{"PATH": sandbox.DefaultPath}
+	for _, k := range []string{"PATH", "HOME", "LANG"} {
+		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+func (s *streamServer) op(id uint64) *srvOp {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ops[id]
+}
+
+// dispatch handles one frame from the host. Frames for an operation that
+// has already ended are dropped (they crossed its response).
+func (s *streamServer) dispatch(f Frame) error {
+	switch f.Type {
+	case FrameRequest:
+		return s.request(f)
+	case FrameData:
+		op := s.op(f.ID)
+		if op == nil {
+			return nil
+		}
+		if op.req.Op != "write" || op.sealed || int64(len(op.data)+len(f.Payload)) > op.req.Size {
+			return protoErr("unexpected data for operation %d", f.ID)
+		}
+		op.data = append(op.data, f.Payload...)
+	case FrameClose:
+		op := s.op(f.ID)
+		if op == nil {
+			return nil
+		}
+		switch {
+		case FrameType(f.Payload[0]) == FrameData && op.req.Op == "write" && !op.sealed && int64(len(op.data)) == op.req.Size:
+			op.sealed = true // the content is complete: nothing may follow
+			go s.finish(f.ID, s.write(op))
+		case FrameType(f.Payload[0]) == FrameStdin && op.stdin != nil:
+			op.stdin.End()
+		default:
+			return protoErr("unexpected close for operation %d", f.ID)
+		}
+	case FrameStdin:
+		if op := s.op(f.ID); op != nil {
+			if op.stdin == nil {
+				return protoErr("stdin for operation %d, which takes none", f.ID)
+			}
+			return op.stdin.Put(f.Payload)
+		}
+	case FrameCredit:
+		if op := s.op(f.ID); op != nil && op.stdout != nil {
+			stream, n := Credit(f)
+			switch stream {
+			case FrameStdout:
+				return op.stdout.Add(n)
+			case FrameStderr:
+				return op.stderr.Add(n)
+			}
+			return protoErr("credit for %v from the host", stream)
+		}
+	case FrameCancel:
+		if op := s.op(f.ID); op != nil && op.cancel != nil {
+			op.cancelOnce.Do(func() { close(op.cancel) })
+		}
+	default:
+		return protoErr("%v frame from the host", f.Type)
+	}
+	return nil
+}
+
+func (s *streamServer) request(f Frame) error {
+	var req StreamRequest
+	if err := DecodeJSON(f.Payload, &req); err != nil {
+		return err
+	}
+	op := &srvOp{req: req}
+	switch req.Op {
+	case "read", "stat", "glob":
+	case "write":
+		if req.Size < 0 || req.Size > sandbox.MaxFileSize {
+			return protoErr("write of %d bytes", req.Size)
+		}
+		op.data = make([]byte, 0, req.Size)
+	case "exec":
+		op.stdout, op.stderr, op.cancel = NewWindow(), NewWindow(), make(chan struct{})
+		if req.Stdin {
+			op.stdin = NewInbox()
+		}
+	default:
+		return protoErr("unknown operation %q", req.Op)
+	}
+	s.mu.Lock()
+	if s.ops[f.ID] != nil {
+		s.mu.Unlock()
+		return protoErr("operation id %d is in use", f.ID)
+	}
+	s.ops[f.ID] = op
+	s.mu.Unlock()
+	switch req.Op {
+	case "read":
+		go s.finish(f.ID, s.read(f.ID, op))
+	case "stat":
+		go func() {
+			fi, err := s.files.Stat(context.Background(), string(req.Path))
+			s.finish(f.ID, StreamResponse{Info: &fi, Err: ToWire(err)})
+		}()
+	case "glob":
+		go s.finish(f.ID, s.glob(f.ID, op))
+	case "exec":
+		go func() { s.finish(f.ID, s.exec(f.ID, op)) }()
+	case "write":
+		if req.Size == 0 {
+			// Nothing follows but the close frame, which finishes it.
+			return nil
+		}
+	}
+	return nil
+}
+
+// finish sends an operation's response and forgets the operation. An
+// error response carries no file information.
+func (s *streamServer) finish(id uint64, res StreamResponse) {
+	if res.Err != nil {
+		res.Info = nil
+	}
+	s.mu.Lock()
+	delete(s.ops, id)
+	s.mu.Unlock()
+	_ = s.fw.WriteJSON(FrameResponse, id, res)
+}
+
+func (s *streamServer) read(id uint64, op *srvOp) StreamResponse {
+	data, fi, err := s.files.ReadStat(context.Background(), string(op.req.Path), op.req.Max)
+	if err != nil {
+		return StreamResponse{Err: ToWire(err)}
+	}
+	if err := s.fw.WriteData(FrameData, id, data, MaxFramePayload, false); err != nil {
+		return StreamResponse{Err: ToWire(err)}
+	}
+	return StreamResponse{Info: &fi, Size: int64(len(data))}
+}
+
+func (s *streamServer) write(op *srvOp) StreamResponse {
+	return StreamResponse{Err: ToWire(s.files.Write(context.Background(), string(op.req.Path), op.data))}
+}
+
+func (s *streamServer) glob(id uint64, op *srvOp) StreamResponse {
+	files, err := s.files.Glob(context.Background(), string(op.req.Pattern))
+	if err != nil {
+		return StreamResponse{Err: ToWire(err)}
+	}
+	var b bytes.Buffer
+	for i, f := range files {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(f)
+	}
+	if err := s.fw.WriteData(FrameData, id, b.Bytes(), MaxFramePayload, false); err != nil {
+		return StreamResponse{Err: ToWire(err)}
+	}
+	return StreamResponse{Size: int64(b.Len())}
+}
+
+// exec runs one command through an idle reaper and streams its output.
+// The response goes out only after every output frame.
+func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
+	defer func() {
+		op.stdout.Close()
+		op.stderr.Close()
+		if op.stdin != nil {
+			op.stdin.Abort()
+		}
+	}()
+	job, err := s.execJob(op.req)
+	if err != nil {
+		return StreamResponse{Err: ToWire(err)}
+	}
+	r, err := s.takeReaper()
+	if err != nil {
+		return StreamResponse{Err: ToWire(err)}
+	}
+	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
+	for i := range pipes {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			r.discard()
+			return StreamResponse{Err: ToWire(err)}
+		}
+		defer rd.Close()
+		defer wr.Close()
+		pipes[i] = [2]*os.File{rd, wr}
+	}
+	err = r.conn.Send(Request{ID: id, Op: "exec", Job: job, Timeout: op.req.TimeoutMS}, pipes[0][0], pipes[1][1], pipes[2][1])
+	// The reaper holds its copies now: the output ends when the command's
+	// last process lets go of it.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	if err != nil {
+		r.discard()
+		return StreamResponse{Err: ToWire(fmt.Errorf("starting the command: %w", err))}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go s.pump(&wg, id, FrameStdout, pipes[1][0], op.stdout)
+	go s.pump(&wg, id, FrameStderr, pipes[2][0], op.stderr)
+	go feed(s.fw, id, op.stdin, pipes[0][1])
+
+	answered := make(chan struct{})
+	go func() {
+		select {
+		case <-op.cancel:
+			_ = r.conn.Send(Request{Op: "cancel"})
+		case <-answered:
+		}
+	}()
+	var res Response
+	_, rerr := r.conn.Recv(&res)
+	close(answered)
+	if rerr != nil {
+		// The reaper died (a command killed it): what it ran may linger
+		// and hold the pipes, so stop reading them after a moment.
+		r.discard()
+		time.AfterFunc(time.Second, func() {
+			pipes[1][0].Close()
+			pipes[2][0].Close()
+		})
+		res = Response{Status: &Status{Signal: int(syscall.SIGKILL)}}
+	} else {
+		s.giveBack(r)
+	}
+	wg.Wait()
+	if res.Err != nil {
+		return StreamResponse{Err: res.Err}
+	}
+	return StreamResponse{Status: res.Status, TimedOut: res.TimedOut}
+}
+
+// execJob checks the request and builds the reaper's job: the directory
+// resolved inside the root, the environment the base plus the request's.
+func (s *streamServer) execJob(req StreamRequest) (*Job, error) {
+	if len(req.Argv) == 0 || len(req.Argv[0]) == 0 {
+		return nil, fmt.Errorf("%w: empty command", sandbox.ErrConfig)
+	}
+	dir := string(req.Dir)
+	if dir == "" {
+		dir = "."
+	}
+	fi, err := s.files.Stat(context.Background(), dir)
+	switch {
+	case err != nil:
+		return nil, err
+	case fi.Kind != sandbox.KindDir:
+		return nil, sandbox.PathError("exec", dir, sandbox.ErrNotDir)
+	}
+	env := sandbox.MergeEnv(s.base)
+	for _, kv := range req.Env {
+		k, v, ok := strings.Cut(string(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("%w: environment entry without '='", sandbox.ErrConfig)
+		}
+		env[k] = v
+	}
+	argv := make([]string, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = string(a)
+	}
+	return &Job{Argv: argv, Env: sandbox.EnvList(env), Dir: path.Join(s.files.Root(), fi.Path)}, nil
+}
+
+// pump sends what the command writes on one stream, within the stream's
+// window, until the stream ends.
+func (s *streamServer) pump(wg *sync.WaitGroup, id uint64, t FrameType, r *os.File, win *Window) {
+	defer wg.Done()
+	buf := make([]byte, StreamChunk)
+	for {
+		n := win.Take(StreamChunk)
+		if n == 0 {
+			_, _ = io.Copy(io.Discard, r) // the host stopped listening
+			return
+		}
+		k, err := r.Read(buf[:n])
+		if k < n {
+			_ = win.Add(n - k)
+		}
+		if k > 0 {
+			if s.fw.WriteFrame(t, id, buf[:k]) != nil {
+				win.Close()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// feed writes the host's stdin frames into the command and credits them
+// back; once the command stops reading, the rest is dropped (still
+// credited, so the host never waits on a dead stream).
+func feed(fw *FrameWriter, id uint64, in *Inbox, w *os.File) {
+	defer w.Close()
+	if in == nil {
+		return
+	}
+	broken := false
+	for {
+		chunk, ok := in.Next()
+		if !ok {
+			return
+		}
+		if !broken {
+			if _, err := w.Write(chunk); err != nil {
+				broken = true
+				w.Close()
+			}
+		}
+		_ = fw.WriteFrame(FrameCredit, id, CreditPayload(FrameStdin, len(chunk)))
+	}
+}
+
+// maxIdleReapers bounds the reapers kept for later commands.
+const maxIdleReapers = 2
+
+func (s *streamServer) prewarm() {
+	if r, err := startReaper(); err == nil {
+		s.giveBack(r)
+	}
+}
+
+func (s *streamServer) takeReaper() (*reaperProc, error) {
+	s.mu.Lock()
+	if n := len(s.idle); n > 0 {
+		r := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		s.mu.Unlock()
+		return r, nil
+	}
+	s.mu.Unlock()
+	return startReaper()
+}
+
+func (s *streamServer) giveBack(r *reaperProc) {
+	s.mu.Lock()
+	if len(s.idle) < maxIdleReapers {
+		s.idle = append(s.idle, r)
+		r = nil
+	}
+	s.mu.Unlock()
+	if r != nil {
+		r.discard()
+	}
+}
+
+// shutdown lets every idle reaper go (a busy one sees its socket close
+// and ends its command's processes).
+func (s *streamServer) shutdown() {
+	s.mu.Lock()
+	idle := s.idle
+	s.idle = nil
+	s.mu.Unlock()
+	for _, r := range idle {
+		r.discard()
+	}
+}
+
+// reaperProc is the server's handle on one reaper.
+type reaperProc struct {
+	cmd  *exec.Cmd
+	sock *os.File
+	conn *Conn
+}
+
+func startReaper() (*reaperProc, error) {
+	host, child, err := SocketPair()
+	if err != nil {
+		return nil, err
+	}
+	defer child.Close()
+	c := exec.Command("/proc/self/exe", "reaper")
+	c.Args[0] = ContainerHelperName
+	c.Dir = "/"
+	c.Env = []string{}
+	c.ExtraFiles = []*os.File{child}
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		host.Close()
+		return nil, fmt.Errorf("starting a reaper: %w", err)
+	}
+	go func() { _ = c.Wait() }()
+	return &reaperProc{cmd: c, sock: host, conn: NewConn(int(host.Fd()))}, nil
+}
+
+// discard closes the reaper's socket: it ends what it runs and exits.
+func (r *reaperProc) discard() { r.sock.Close() }
+
+// reaperMain runs commands one at a time, each in a session of its own,
+// as a child subreaper: every process a command starts stays its
+// descendant or, orphaned (setsid, double fork), is re-parented to the
+// reaper. When the command ends, times out or is cancelled, the reaper
+// kills all its descendants — the whole tree, daemons included — and reaps
+// them before it reports. Concurrent commands each have their own reaper,
+// so one command's end never touches another's processes.
+func reaperMain() int {
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// Signals a command may send (same user) are caught and dropped;
+	// caught rather than ignored so that commands start with the default
+	// dispositions.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU)
+	go func() {
+		for range sigs {
+		}
+	}()
+	conn := NewConn(3)
+	type execReq struct {
+		req   Request
+		files []*os.File
+	}
+	reqs := make(chan execReq)
+	var cancelled atomic.Bool
+	go func() {
+		for {
+			var r Request
+			files, err := conn.Recv(&r)
+			if err != nil {
+				// The server is gone: nothing may outlive it.
+				killTree(false)
+				os.Exit(0)
+			}
+			switch r.Op {
+			case "exec":
+				reqs <- execReq{r, files}
+			case "cancel":
+				cancelled.Store(true)
+				killTree(false)
+			default:
+				closeFiles(files)
+			}
+		}
+	}()
+	for r := range reqs {
+		cancelled.Store(false)
+		res := runReaped(r.req, r.files)
+		if err := conn.Send(res); err != nil {
+			return 0
+		}
+	}
+	return 0
+}
+
+// runReaped runs one command and ends every process it started.
+func runReaped(r Request, files []*os.File) Response {
+	defer closeFiles(files)
+	res := Response{ID: r.ID}
+	if r.Job == nil || len(r.Job.Argv) == 0 || len(files) != 3 {
+		res.Err = ToWire(errors.New("reaper: exec needs a command and three pipes"))
+		return res
+	}
+	job := *r.Job
+	prog, st, ok := findProgram(job, files[2])
+	if !ok {
+		res.Status = &st
+		return res
+	}
+	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
+		Dir: job.Dir, Env: job.Env, Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
+		Sys: &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		code := 126
+		if errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		fmt.Fprintf(files[2], "hutch: %s: %v\n", job.Argv[0], err)
+		res.Status = &Status{Exited: true, ExitCode: code}
+		return res
+	}
+	closeFiles(files) // the command holds them now
+	var timedOut atomic.Bool
+	if r.Timeout > 0 {
+		t := time.AfterFunc(time.Duration(r.Timeout)*time.Millisecond, func() {
+			timedOut.Store(true)
+			killTree(false)
+		})
+		defer t.Stop()
+	}
+	st = waitFor(pid)
+	killTree(true) // what it left behind goes now
+	res.Status, res.TimedOut = &st, timedOut.Load()
+	return res
+}
+
+// waitFor reaps children (orphans come here too) until pid ends, and
+// returns its status.
+func waitFor(pid int) Status {
+	for {
+		var ws unix.WaitStatus
+		var ru unix.Rusage
+		got, err := unix.Wait4(-1, &ws, 0, &ru)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return Status{Signal: int(syscall.SIGKILL)} // ECHILD: cannot happen
+		}
+		if got != pid {
+			continue
+		}
+		st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
+			CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
+		if ws.Signaled() {
+			st.Signal = int(ws.Signal())
+		}
+		return st
+	}
+}
+
+// proc is one process as /proc shows it.
+type proc struct {
+	pid, ppid int
+	zombie    bool
+	start     uint64 // start time in clock ticks since boot: pins the process
+}
+
+// readProc parses /proc/PID/stat.
+func readProc(pid int) (proc, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, false
+	}
+	return parseStat(pid, b)
+}
+
+// parseStat reads the fields after the command name, which may itself
+// hold spaces and parentheses: state (3), ppid (4), starttime (22).
+func parseStat(pid int, b []byte) (proc, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return proc{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return proc{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return proc{}, false
+	}
+	return proc{pid: pid, ppid: ppid, zombie: f[0] == "Z" || f[0] == "X", start: start}, true
+}
+
+// descendants lists every process below root, from one pass over /proc.
+func descendants(root int) []proc {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]proc{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := readProc(pid); ok {
+			children[p.ppid] = append(children[p.ppid], p)
+		}
+	}
+	var out []proc
+	todo := []int{root}
+	for len(todo) > 0 {
+		pid := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, c := range children[pid] {
+			out = append(out, c)
+			todo = append(todo, c.pid)
+		}
+	}
+	return out
+}
+
+// killTree kills every descendant of this process until none is left
+// alive. With reap it also reaps them (only the thread that waits for the
+// command may reap, so a timer kills without reaping). Each signal goes
+// through a pidfd opened and then checked against the process seen in
+// /proc, so a recycled pid is never hit.
+func killTree(reap bool) {
+	if reap && noChildren() {
+		return // nothing was left behind: the common case, without a scan
+	}
+	self := os.Getpid()
+	for round := 0; round < 10000; round++ {
+		procs := descendants(self)
+		alive := 0
+		for _, p := range procs {
+			if !p.zombie {
+				alive++
+				signalProc(p, unix.SIGKILL)
+			}
+		}
+		if reap {
+			noChildren()
+		}
+		if len(procs) == 0 || (!reap && alive == 0) {
+			return
+		}
+		time.Sleep(time.Millisecond) // let the kernel finish the kills
+	}
+}
+
+// noChildren reaps exited children and reports whether none is left. A
+// subreaper inherits every orphan of its tree, so once the command itself
+// is reaped, no child means no descendant at all.
+func noChildren() bool {
+	for {
+		pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.ECHILD):
+			return true
+		case err != nil || pid == 0:
+			return false
+		}
+	}
+}
+
+func signalProc(p proc, sig unix.Signal) {
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		_ = unix.Kill(p.pid, sig) // kernels before 5.3
+		return
+	}
+	if err != nil {
+		return // gone already
+	}
+	defer unix.Close(fd)
+	if now, ok := readProc(p.pid); !ok || now.start != p.start {
+		return // another process has the pid now
+	}
+	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+}

@@ -1,0 +1,437 @@
+package helper
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// The stream protocol: how a host talks to the helper over one byte stream
+// (the container tier's `docker exec -i`, where no socket or descriptor
+// passing is available). Everything — requests, answers, file contents,
+// and every command's standard streams — travels as frames, multiplexed
+// by operation id:
+//
+//	+----------------+--------+----------------+-----------------+
+//	| length: uint32 | type:1 | id: uint64     | payload: length |
+//	+----------------+--------+----------------+-----------------+
+//
+// big-endian, with a payload of at most MaxFramePayload bytes. The helper
+// speaks first: a Hello frame (id 0) naming the protocol version. The host
+// sends one Request frame per operation with a fresh id; the helper ends
+// each operation with one Response frame carrying that id. Between them:
+//
+//   - read and glob: the helper sends the content (for glob, the matches
+//     separated by NUL bytes) as Data frames before the Response, which
+//     says how many bytes came;
+//   - write: the host sends the content as Data frames after the Request
+//     and ends it with a Close frame for the Data stream;
+//   - exec: the host sends the command's input as Stdin frames and a Close
+//     frame; the helper sends Stdout and Stderr frames, all of them before
+//     the Response. The host may send Cancel for a running exec.
+//
+// Command streams are flow-controlled so that one slow reader never stalls
+// the shared stream: each direction of each stream may have at most
+// StreamWindow bytes in flight; the receiver returns Credit frames as it
+// consumes them, and a sender that exceeds its window is a protocol error.
+// Decoding is strict: an unknown type, an oversized or malformed frame,
+// or a JSON payload with unknown fields or trailing bytes is an error, and
+// the stream is then unusable (both sides drop it).
+
+// StreamVersion is the stream protocol's version, sent in Hello. A host
+// and a helper of different versions do not talk.
+const StreamVersion = 1
+
+// Frame sizes.
+const (
+	FrameHeaderSize = 13      // length, type, id
+	MaxFramePayload = 1 << 20 // one frame's payload, at most
+	// StreamChunk is the largest Stdin, Stdout or Stderr payload a sender
+	// makes (frames may be smaller).
+	StreamChunk = 32 << 10
+	// StreamWindow is how many bytes of one command stream may be sent
+	// and not yet credited.
+	StreamWindow = 256 << 10
+)
+
+// FrameType says what a frame carries.
+type FrameType uint8
+
+// The frame types.
+const (
+	FrameHello    FrameType = 1  // helper → host, id 0: JSON Hello
+	FrameRequest  FrameType = 2  // host → helper: JSON StreamRequest
+	FrameResponse FrameType = 3  // helper → host: JSON StreamResponse, ends the id
+	FrameData     FrameType = 4  // file content or glob matches, either way
+	FrameStdin    FrameType = 5  // host → helper: command input
+	FrameStdout   FrameType = 6  // helper → host
+	FrameStderr   FrameType = 7  // helper → host
+	FrameClose    FrameType = 8  // end of a stream: payload is its type (Data or Stdin)
+	FrameCredit   FrameType = 9  // payload: stream type, then uint32 bytes consumed
+	FrameCancel   FrameType = 10 // host → helper: stop the exec with this id
+)
+
+// String names the type ("request", "stdout"...).
+func (t FrameType) String() string {
+	names := [...]string{"", "hello", "request", "response", "data", "stdin", "stdout", "stderr", "close", "credit", "cancel"}
+	if int(t) < len(names) && t != 0 {
+		return names[t]
+	}
+	return fmt.Sprintf("frame type %d", uint8(t))
+}
+
+// Frame is one decoded frame. Payload is only valid until the next
+// ReadFrame on the same reader.
+type Frame struct {
+	Type    FrameType
+	ID      uint64
+	Payload []byte
+}
+
+// ErrProtocol: the other side sent something the protocol does not allow.
+// The stream cannot be used after it.
+var ErrProtocol = errors.New("stream protocol violation")
+
+func protoErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+}
+
+// FrameReader decodes frames from a byte stream. It is for one reader.
+type FrameReader struct {
+	r   *bufio.Reader
+	hdr [FrameHeaderSize]byte
+	buf []byte
+}
+
+// NewFrameReader reads frames from r.
+func NewFrameReader(r io.Reader) *FrameReader {
+	return &FrameReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// ReadFrame returns the next frame. io.EOF means the stream ended cleanly
+// between frames; a stream cut inside a frame is io.ErrUnexpectedEOF; a
+// malformed frame is ErrProtocol.
+func (fr *FrameReader) ReadFrame() (Frame, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		return Frame{}, err
+	}
+	n := binary.BigEndian.Uint32(fr.hdr[0:4])
+	f := Frame{Type: FrameType(fr.hdr[4]), ID: binary.BigEndian.Uint64(fr.hdr[5:13])}
+	if n > MaxFramePayload {
+		return Frame{}, protoErr("%v frame of %d bytes is over the %d byte limit", f.Type, n, MaxFramePayload)
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n)
+	}
+	f.Payload = fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, f.Payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Frame{}, err
+	}
+	return f, CheckFrame(f)
+}
+
+// CheckFrame validates a frame's type, id and payload shape.
+func CheckFrame(f Frame) error {
+	n := len(f.Payload)
+	if (f.Type == FrameHello) != (f.ID == 0) {
+		return protoErr("%v frame with id %d: id 0 is for hello only", f.Type, f.ID)
+	}
+	switch f.Type {
+	case FrameHello, FrameRequest, FrameResponse:
+		if n < 2 || f.Payload[0] != '{' {
+			return protoErr("%v frame does not hold a JSON object", f.Type)
+		}
+	case FrameData, FrameStdin, FrameStdout, FrameStderr:
+		if n == 0 {
+			return protoErr("empty %v frame", f.Type)
+		}
+		if f.Type != FrameData && n > StreamChunk {
+			return protoErr("%v frame of %d bytes is over the %d byte chunk", f.Type, n, StreamChunk)
+		}
+	case FrameClose:
+		if n != 1 || (FrameType(f.Payload[0]) != FrameData && FrameType(f.Payload[0]) != FrameStdin) {
+			return protoErr("close frame must name the data or stdin stream")
+		}
+	case FrameCredit:
+		if n != 5 {
+			return protoErr("credit frame of %d bytes, want 5", n)
+		}
+		if s := FrameType(f.Payload[0]); s != FrameStdin && s != FrameStdout && s != FrameStderr {
+			return protoErr("credit for %v, which is not a command stream", s)
+		}
+		if c := binary.BigEndian.Uint32(f.Payload[1:]); c == 0 || c > StreamWindow {
+			return protoErr("credit of %d bytes is outside 1..%d", c, StreamWindow)
+		}
+	case FrameCancel:
+		if n != 0 {
+			return protoErr("cancel frame with a payload")
+		}
+	default:
+		return protoErr("unknown frame type %d", uint8(f.Type))
+	}
+	return nil
+}
+
+// Credit decodes a Credit frame's stream and amount (the frame must have
+// passed CheckFrame).
+func Credit(f Frame) (FrameType, int) {
+	return FrameType(f.Payload[0]), int(binary.BigEndian.Uint32(f.Payload[1:]))
+}
+
+// CreditPayload encodes a credit of n bytes (1..StreamWindow) for stream.
+func CreditPayload(stream FrameType, n int) []byte {
+	b := []byte{byte(stream), 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], uint32(n))
+	return b
+}
+
+// DecodeJSON decodes a Hello, Request or Response payload strictly:
+// unknown fields and trailing bytes are errors.
+func DecodeJSON(payload []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return protoErr("bad JSON payload: %v", err)
+	}
+	if dec.More() {
+		return protoErr("trailing bytes after the JSON payload")
+	}
+	return nil
+}
+
+// FrameWriter encodes frames onto a byte stream. It is safe for concurrent
+// use: each frame is written whole, in one Write call.
+type FrameWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+// NewFrameWriter writes frames to w.
+func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
+
+// WriteFrame sends one frame. After a write error every later call fails
+// with the same error.
+func (fw *FrameWriter) WriteFrame(t FrameType, id uint64, payload []byte) error {
+	if len(payload) > MaxFramePayload {
+		return fmt.Errorf("%w: frame payload of %d bytes is over %d", sandbox.ErrTooLarge, len(payload), MaxFramePayload)
+	}
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if fw.err != nil {
+		return fw.err
+	}
+	b := fw.buf[:0]
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	b = append(b, byte(t))
+	b = binary.BigEndian.AppendUint64(b, id)
+	b = append(b, payload...)
+	_, fw.err = fw.w.Write(b)
+	if cap(b) <= 64<<10 {
+		fw.buf = b // keep small buffers; let big ones go
+	}
+	return fw.err
+}
+
+// WriteJSON sends v as the JSON payload of a frame.
+func (fw *FrameWriter) WriteJSON(t FrameType, id uint64, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return fw.WriteFrame(t, id, b)
+}
+
+// WriteData sends data as frames of type t (at most chunk bytes each),
+// then, when closeAfter, a Close frame for t.
+func (fw *FrameWriter) WriteData(t FrameType, id uint64, data []byte, chunk int, closeAfter bool) error {
+	for len(data) > 0 {
+		n := min(len(data), chunk)
+		if err := fw.WriteFrame(t, id, data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	if closeAfter {
+		return fw.WriteFrame(FrameClose, id, []byte{byte(t)})
+	}
+	return nil
+}
+
+// Hello is the helper's first frame.
+type Hello struct {
+	Version int `json:"version"`
+	// PID is the helper's process id inside the container.
+	PID int `json:"pid"`
+	// Root is the directory file operations are rooted at, resolved.
+	Root string `json:"root"`
+}
+
+// StreamRequest is one operation. Paths, patterns, arguments and
+// environment entries are byte strings (JSON base64), so names that are
+// not valid UTF-8 arrive intact.
+type StreamRequest struct {
+	Op      string   `json:"op"` // read, write, stat, glob, exec
+	Path    []byte   `json:"path,omitempty"`
+	Max     int64    `json:"max,omitempty"`  // read: at most this many bytes (0: all)
+	Size    int64    `json:"size,omitempty"` // write: the content's length
+	Pattern []byte   `json:"pattern,omitempty"`
+	Argv    [][]byte `json:"argv,omitempty"`
+	// Env is added to the helper's base environment (PATH, HOME, LANG).
+	Env       [][]byte `json:"env,omitempty"`
+	Dir       []byte   `json:"dir,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	// Stdin says Stdin frames follow; without it the command's input is
+	// empty.
+	Stdin bool `json:"stdin,omitempty"`
+}
+
+// StreamResponse ends one operation.
+type StreamResponse struct {
+	Err  *WireError        `json:"err,omitempty"`
+	Info *sandbox.FileInfo `json:"info,omitempty"`
+	// Size is how many Data bytes came before this response (read, glob).
+	Size     int64   `json:"size,omitempty"`
+	Status   *Status `json:"status,omitempty"`
+	TimedOut bool    `json:"timed_out,omitempty"`
+}
+
+// Window tracks one flow-controlled stream on the sending side: how many
+// bytes may still be sent. It is safe for concurrent use.
+type Window struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	avail  int
+	closed bool
+}
+
+// NewWindow starts with StreamWindow bytes available.
+func NewWindow() *Window {
+	w := &Window{avail: StreamWindow}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// Take waits until some bytes may be sent and takes up to want of them;
+// 0 once the window is closed.
+func (w *Window) Take(want int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.avail == 0 && !w.closed {
+		w.cond.Wait()
+	}
+	if w.closed {
+		return 0
+	}
+	n := min(want, w.avail)
+	w.avail -= n
+	return n
+}
+
+// Add returns n credited bytes. Credit beyond the window is a protocol
+// error.
+func (w *Window) Add(n int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.avail+n > StreamWindow {
+		return protoErr("credit of %d bytes overflows the window", n)
+	}
+	w.avail += n
+	w.cond.Broadcast()
+	return nil
+}
+
+// Close wakes every Take: nothing more will be sent.
+func (w *Window) Close() {
+	w.mu.Lock()
+	w.closed = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+// Inbox queues one flow-controlled stream on the receiving side. Put never
+// blocks (the sender's window bounds what it holds: at most StreamWindow
+// bytes); Next hands the chunks to one consumer in order.
+type Inbox struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	chunks  [][]byte
+	held    int
+	closed  bool
+	aborted bool
+}
+
+// NewInbox makes an empty inbox.
+func NewInbox() *Inbox {
+	q := &Inbox{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// Put queues a copy of p. More than StreamWindow bytes held is a protocol
+// error: the sender ignored its window.
+func (q *Inbox) Put(p []byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.aborted {
+		return nil // the consumer is gone: drop
+	}
+	if q.closed {
+		return protoErr("stream data after its close")
+	}
+	if q.held+len(p) > StreamWindow {
+		return protoErr("%d bytes sent over the window", q.held+len(p)-StreamWindow)
+	}
+	q.held += len(p)
+	q.chunks = append(q.chunks, bytes.Clone(p))
+	q.cond.Signal()
+	return nil
+}
+
+// End says no more chunks will come; Next returns what is queued, then
+// false.
+func (q *Inbox) End() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// Abort drops what is queued and everything put later: the consumer is
+// gone. Next returns false from then on.
+func (q *Inbox) Abort() {
+	q.mu.Lock()
+	q.closed, q.aborted = true, true
+	q.chunks, q.held = nil, 0
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// Next waits for the next chunk; false once the inbox has ended and is
+// empty. The caller credits len(chunk) back to the sender when done.
+func (q *Inbox) Next() ([]byte, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.chunks) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.chunks) == 0 {
+		return nil, false
+	}
+	c := q.chunks[0]
+	q.chunks[0] = nil
+	q.chunks = q.chunks[1:]
+	q.held -= len(c)
+	return c, true
+}

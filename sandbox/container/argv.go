@@ -1,0 +1,269 @@
+package container
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The runtime's command lines, as pure functions of the (normalized)
+// Options: the same options always give the same argv, in a fixed order,
+// each flag for one reason. The argv never includes the program itself
+// and never includes an environment value.
+
+// globalArgs select the engine; they come before every subcommand.
+func (o Options) globalArgs() []string {
+	var a []string
+	switch o.Runtime {
+	case Docker:
+		if o.Engine.Context != "" {
+			a = append(a, "--context", o.Engine.Context)
+		}
+		if o.Engine.Host != "" {
+			a = append(a, "--host", o.Engine.Host)
+		}
+	case Podman:
+		if o.Engine.Context != "" {
+			a = append(a, "--connection", o.Engine.Context)
+		}
+		if o.Engine.Host != "" {
+			a = append(a, "--url", o.Engine.Host)
+		}
+	}
+	return append(a, o.RuntimeArgs...)
+}
+
+func (o Options) cmd(sub ...string) []string { return append(o.globalArgs(), sub...) }
+
+// keepAlive is the container's main process when hutch's helper cannot be
+// it: a shell that waits forever and, as PID 1, reaps orphans.
+const keepAlive = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait; done`
+
+// RunArgs is the argv that creates and starts the container named name.
+// helper is the host path of the helper binary to mount (none when
+// empty); asInit makes the helper the container's PID 1, otherwise a
+// shell keeps the container alive.
+//
+// Order: identity (name, labels), network, capabilities,
+// no-new-privileges, read-only root and its tmpfs mounts, process limit,
+// memory and CPU, rlimits, user, binds, masks, the helper, working
+// directory, entrypoint, image, command.
+func (o Options) RunArgs(name, helper string, asInit bool) []string {
+	a := o.cmd("run", "-d", "--name", name,
+		"--label", LabelID+"="+name, "--label", LabelRuntime+"="+string(o.Runtime))
+	network := o.Network
+	if network == "all" {
+		network = "bridge"
+	}
+	a = append(a, "--network", network)
+	if !o.KeepCapabilities {
+		a = append(a, "--cap-drop", "ALL")
+	}
+	for _, c := range o.CapAdd {
+		a = append(a, "--cap-add", c)
+	}
+	if !o.AllowNewPrivileges && o.Runtime != Apple {
+		a = append(a, "--security-opt", "no-new-privileges")
+	}
+	if !o.WritableRoot {
+		a = append(a, "--read-only")
+		for _, dir := range o.scratchDirs() {
+			opts := ":rw,nosuid,nodev"
+			if dir == o.WorkDir {
+				opts = ":rw,exec,nosuid,nodev" // scripts written there run
+			}
+			if o.Runtime == Apple {
+				opts = ""
+			}
+			a = append(a, "--tmpfs", dir+opts)
+		}
+	}
+	if o.PidsLimit > 0 && o.Runtime != Apple {
+		a = append(a, "--pids-limit", strconv.Itoa(o.PidsLimit))
+	}
+	if o.Memory > 0 {
+		a = append(a, "--memory", strconv.FormatInt(o.Memory, 10))
+	}
+	if o.CPUs > 0 {
+		a = append(a, "--cpus", strconv.FormatFloat(o.CPUs, 'f', -1, 64))
+	}
+	if o.Runtime != Apple {
+		if o.CPUTime > 0 {
+			s := strconv.FormatInt(int64((o.CPUTime+999_999_999)/1_000_000_000), 10)
+			a = append(a, "--ulimit", "cpu="+s+":"+s)
+		}
+		if o.FileSize > 0 {
+			s := strconv.FormatInt(o.FileSize, 10)
+			a = append(a, "--ulimit", "fsize="+s+":"+s)
+		}
+		if o.OpenFiles > 0 {
+			s := strconv.Itoa(o.OpenFiles)
+			a = append(a, "--ulimit", "nofile="+s+":"+s)
+		}
+	}
+	if o.User != "" {
+		a = append(a, "--user", o.User)
+	}
+	for _, b := range o.Binds {
+		a = append(a, o.bindArgs(b)...)
+	}
+	if o.Runtime != Apple {
+		for _, m := range o.Masks {
+			if m.File {
+				a = append(a, "--mount", "type=bind,source=/dev/null,target="+m.Target+",readonly")
+			} else {
+				a = append(a, "--mount", "type=tmpfs,target="+m.Target+",readonly")
+			}
+		}
+	}
+	if helper != "" {
+		a = append(a, o.bindArgs(Bind{Source: helper, Target: HelperPath})...)
+	}
+	a = append(a, "-w", o.WorkDir)
+	if asInit {
+		return append(a, "--entrypoint", HelperPath, o.Image, "init")
+	}
+	return append(a, "--entrypoint", "/bin/sh", o.Image, "-c", keepAlive)
+}
+
+// bindArgs mounts one bind: --mount on docker and podman (which fail when
+// the source is missing, where -v would make an empty directory), -v on
+// Apple.
+func (o Options) bindArgs(b Bind) []string {
+	if o.Runtime == Apple {
+		mode := ":ro"
+		if b.Writable {
+			mode = ":rw"
+		}
+		return []string{"-v", b.Source + ":" + b.Target + mode}
+	}
+	m := "type=bind,source=" + b.Source + ",target=" + b.Target
+	if !b.Writable {
+		m += ",readonly"
+	}
+	return []string{"--mount", m}
+}
+
+// scratchDirs are the writable tmpfs mounts of a read-only root: the
+// working directory and /tmp, each unless a bind already covers it.
+func (o Options) scratchDirs() []string {
+	var dirs []string
+	for _, d := range []string{o.WorkDir, "/tmp"} {
+		if !o.boundAt(d) && (len(dirs) == 0 || dirs[0] != d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// boundAt reports whether a bind's target is dir or one of its parents.
+func (o Options) boundAt(dir string) bool {
+	for _, b := range o.Binds {
+		if b.Target == dir || strings.HasPrefix(dir, b.Target+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// HelperArgs is the argv that starts the helper's stream server in the
+// running container id (once per session).
+func (o Options) HelperArgs(id string) []string {
+	return o.cmd("exec", "-i", id, HelperPath, "serve", o.WorkDir)
+}
+
+// ExecArgs is the argv of one command run through the runtime (the
+// fallback path): interactive when stdin carries input, the environment
+// from a file (never on the command line), then the command.
+func (o Options) ExecArgs(id string, stdin bool, envFile string, argv ...string) []string {
+	a := o.cmd("exec")
+	if stdin {
+		a = append(a, "-i")
+	}
+	if envFile != "" {
+		a = append(a, "--env-file", envFile)
+	}
+	a = append(a, id)
+	return append(a, argv...)
+}
+
+// FindArgs lists the ids of the containers carrying this sandbox's
+// identity label and this runtime's label, running or not.
+func (o Options) FindArgs(name string) []string {
+	return o.cmd("ps", "-a", "-q", "--no-trunc",
+		"--filter", "label="+LabelID+"="+name, "--filter", "label="+LabelRuntime+"="+string(o.Runtime))
+}
+
+// StateArgs prints whether container id is running ("true"/"false"). On
+// Apple it only inspects the container (its exit status says whether the
+// container exists).
+func (o Options) StateArgs(id string) []string {
+	if o.Runtime == Apple {
+		return o.cmd("inspect", id)
+	}
+	return o.cmd("inspect", "--type", "container", "--format", "{{.State.Running}}", id)
+}
+
+// ImageArgs prints the image's os/architecture ("linux/amd64").
+func (o Options) ImageArgs() []string {
+	return o.cmd("image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", o.Image)
+}
+
+// StartArgs starts a stopped container.
+func (o Options) StartArgs(id string) []string { return o.cmd("start", id) }
+
+// RemoveArgs removes a container, running or not.
+func (o Options) RemoveArgs(id string) []string { return o.cmd("rm", "-f", id) }
+
+// HardeningGaps lists, in plain words, every default hardening this
+// sandbox does not have: what the runtime cannot honour and what the
+// options turned off. Empty for docker and podman with the defaults.
+func (o Options) HardeningGaps() []string {
+	var gaps []string
+	if o.KeepCapabilities {
+		gaps = append(gaps, "capabilities: the runtime's defaults are kept (KeepCapabilities)")
+	}
+	if o.AllowNewPrivileges {
+		gaps = append(gaps, "no-new-privileges: off (AllowNewPrivileges)")
+	} else if o.Runtime == Apple {
+		gaps = append(gaps, "no-new-privileges: not supported by Apple's container runtime")
+	}
+	if o.WritableRoot {
+		gaps = append(gaps, "read-only root filesystem: off (WritableRoot)")
+	} else if o.Runtime == Apple {
+		gaps = append(gaps, "tmpfs under a read-only root: Apple's container runtime does not make it writable (bind a host directory read-write at the working directory, or set WritableRoot)")
+	}
+	switch {
+	case o.PidsLimit == NoPidsLimit:
+		gaps = append(gaps, "process limit: off (NoPidsLimit)")
+	case o.Runtime == Apple:
+		gaps = append(gaps, "process limit: not supported by Apple's container runtime")
+	}
+	if o.Runtime == Apple && (o.CPUTime > 0 || o.FileSize > 0 || o.OpenFiles > 0) {
+		gaps = append(gaps, "rlimits (cpu time, file size, open files): not supported by Apple's container runtime")
+	}
+	if o.Runtime == Apple && len(o.Masks) > 0 {
+		gaps = append(gaps, "hidden paths (masks): not supported by Apple's container runtime; they stay visible")
+	}
+	if o.Network != "none" {
+		gaps = append(gaps, "network: "+o.Network+" (not isolated)")
+	}
+	return gaps
+}
+
+// writable lists what commands may change: the working directory and /tmp
+// (tmpfs under a read-only root), and read-write binds.
+func (o Options) writable() []string {
+	if o.WritableRoot {
+		return []string{"the whole container filesystem"}
+	}
+	var w []string
+	for _, d := range o.scratchDirs() {
+		w = append(w, d+" (temporary)")
+	}
+	for _, b := range o.Binds {
+		if b.Writable {
+			w = append(w, b.Target+" (host "+b.Source+")")
+		}
+	}
+	return w
+}

@@ -1,0 +1,774 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// The fallback: one runtime exec per operation, each a fixed POSIX sh
+// script. Paths, patterns, names and commands reach the script only as
+// positional arguments ("$1"...), never as part of its text; environment
+// values travel in a 0600 file given to --env-file. Links are resolved
+// inside the container (readlink -f, as far as the path exists) and the
+// result is checked against the resolved working directory. Unlike the
+// helper's os.Root guard this resolves, then acts: a link swapped in
+// between by a concurrent command is not caught.
+
+// errRuntime: the runtime's exec failed before the script ran.
+var errRuntime = errors.New("the container runtime's exec failed")
+
+// cliPrelude: the guard every script starts with. hutch_guard ROOT REL
+// sets root (ROOT resolved) and R (REL resolved inside it, links followed
+// as far as the path exists); it exits 3 when R leaves root.
+const cliPrelude = `hutch_fail() { printf '%s\n' "$2" >&2; exit "$1"; }
+hutch_guard() {
+	root=$(readlink -f -- "$1") && [ -n "$root" ] || hutch_fail 8 "the working directory $1 is missing"
+	if [ "$2" = . ]; then R=$root; return 0; fi
+	p=$root/$2 rest=
+	until r=$(readlink -f -- "$p" 2>/dev/null) && [ -n "$r" ]; do
+		rest=/${p##*/}$rest
+		p=${p%/*}
+		[ -n "$p" ] || hutch_fail 8 "cannot resolve $2"
+	done
+	R=$r$rest
+	case $R in "$root" | "$root"/*) ;; *) hutch_fail 3 "path escapes the sandbox root" ;; esac
+}
+`
+
+// Exit codes of the scripts, and the errors they stand for.
+var cliCodes = map[int]error{3: sandbox.ErrEscape, 4: sandbox.ErrNotFound, 5: sandbox.ErrIsDir, 6: sandbox.ErrNotDir, 7: sandbox.ErrTooLarge}
+
+// $1 root, $2 path, $3 max bytes (0: all), $4 the size limit.
+const cliRead = cliPrelude + `hutch_guard "$1" "$2"
+[ -e "$R" ] || hutch_fail 4 "no such file or directory"
+[ -d "$R" ] && hutch_fail 5 "is a directory"
+[ -f "$R" ] || hutch_fail 9 "not a regular file"
+info=$(stat -L -c '%s %f %y' -- "$R") || hutch_fail 8 "cannot stat"
+size=${info%% *}
+if [ "$3" -le 0 ] || [ "$3" -gt "$4" ]; then
+	[ "$size" -gt "$4" ] && hutch_fail 7 "$size bytes is over the $4 byte limit"
+fi
+printf '%s\n' "$info"
+if [ "$3" -gt 0 ]; then exec head -c "$3" -- "$R"; fi
+exec cat -- "$R"
+`
+
+// $1 root, $2 path.
+const cliStat = cliPrelude + `hutch_guard "$1" "$2"
+[ -e "$R" ] || hutch_fail 4 "no such file or directory"
+exec stat -L -c '%s %f %y' -- "$R"
+`
+
+// $1 root, $2 path, $3 a random suffix; the content on stdin.
+const cliWrite = cliPrelude + `hutch_guard "$1" "$2"
+[ "$R" = "$root" ] && hutch_fail 5 "is a directory"
+[ -d "$R" ] && hutch_fail 5 "is a directory"
+d=${R%/*}
+[ -n "$d" ] || d=/
+[ -d "$d" ] || mkdir -p -- "$d" 2>/dev/null || hutch_fail 6 "not a directory"
+m=644
+[ -e "$R" ] && m=$(stat -L -c %a -- "$R")
+t=$d/.hutch-$3.tmp
+if cat >"$t" && chmod "$m" "$t" && { sync "$t" 2>/dev/null || sync; } && mv -f -- "$t" "$R"; then exit 0; fi
+rm -f -- "$t"
+hutch_fail 8 "write failed"
+`
+
+// $1 root, $2 the pattern's fixed base, $3 the depth (-1: any). Prints,
+// NUL-separated: the resolved root; "D" and the directories; "F" and the
+// other non-links; "L" and, per link, its path, its target resolved and
+// the target's kind (d, f, or x when it does not resolve).
+const cliGlob = cliPrelude + `hutch_guard "$1" "$2"
+printf '%s\0' "$root"
+[ -d "$R" ] && cd -- "$R" || exit 0
+depth=
+[ "$3" -ge 0 ] && depth="-maxdepth $3"
+printf 'D\0'
+find . -mindepth 1 $depth -type d -print0
+printf 'F\0'
+find . -mindepth 1 $depth ! -type d ! -type l -print0
+printf 'L\0'
+find . -mindepth 1 $depth -type l -exec sh -c '
+for l do
+	r=$(readlink -f -- "$l") || r=
+	if [ -d "$r" ]; then k=d; elif [ -e "$r" ]; then k=f; else k=x; fi
+	printf "%s\0%s\0%s\0" "$l" "$r" "$k"
+done' sh {} +
+exit 0
+`
+
+// cliSweep kills the tree of an exec's wrapper and every orphan started
+// since it began: hutch_sweep W T0 kills each process whose parent chain
+// reaches W, or reaches PID 1 through a process started at or after T0;
+// other runtime execs (parent 0) and their trees are spared. Victims are
+// stopped before they are killed, so none forks in between; only builtins
+// run in the loop, so the sweep starts no process of its own (a fork bomb
+// may have used every process slot).
+const cliSweep = `hutch_sweep() {
+	w=$1 t0=$2 round=0 all=
+	while [ "$round" -lt 100 ]; do
+		round=$((round + 1))
+		for p in $all; do unset "pp_$p" "st_$p"; done
+		all=
+		for d in /proc/[0-9]*; do
+			p=${d#/proc/}
+			read -r s <"$d/stat" 2>/dev/null || continue
+			s=${s##*") "}
+			set -- $s
+			[ "$1" = Z ] && continue
+			eval "pp_$p=$2 st_$p=${20}"
+			all="$all $p"
+		done
+		victims=
+		for p in $all; do
+			[ "$p" = "$$" ] && continue
+			q=$p hops=0
+			while [ "$hops" -lt 4096 ]; do
+				if [ "$q" = "$w" ]; then victims="$victims $p"; break; fi
+				eval "up=\${pp_$q-}"
+				case $up in
+				"" | 0) break ;;
+				1) eval "[ \"\${st_$q}\" -ge $t0 ]" && victims="$victims $p"; break ;;
+				esac
+				q=$up hops=$((hops + 1))
+			done
+		done
+		[ -z "$victims" ] && return 0
+		kill -STOP $victims 2>/dev/null
+		kill -KILL $victims 2>/dev/null
+	done
+}
+`
+
+// cliKill: $1 the wrapper's pid, $2 its start time.
+const cliKill = cliSweep + `hutch_sweep "$1" "$2"
+`
+
+// cliExec: $1 root, $2 dir, $3 n, then n variable names, then the
+// command. It starts in the directory, prints the header line "hutch-exec
+// PID START" on stderr, runs the command with exactly PATH, HOME, LANG and
+// the named variables (env -i), then sweeps what it left behind and exits
+// with its status.
+const cliExec = cliPrelude + cliSweep + `hutch_start() { read -r s <"/proc/$1/stat"; s=${s##*") "}; set -- $s; t0=${20}; }
+hutch_guard "$1" "$2"
+[ -e "$R" ] || hutch_fail 4 "no such file or directory"
+[ -d "$R" ] || hutch_fail 6 "not a directory"
+cd -- "$R" || hutch_fail 8 "cannot enter $2"
+n=$3
+shift 3
+k=$(($# - n))
+eval "prog=\${$((n + 1))}"
+for v in PATH HOME LANG; do
+	eval "[ -n \"\${$v+x}\" ] && set -- \"\$@\" \"$v=\${$v}\""
+done
+i=0
+while [ "$i" -lt "$n" ]; do
+	name=$1
+	shift
+	eval "set -- \"\$@\" \"$name=\${$name-}\""
+	i=$((i + 1))
+done
+i=0
+while [ "$i" -lt "$k" ]; do
+	set -- "$@" "$1"
+	shift
+	i=$((i + 1))
+done
+hutch_start $$
+printf 'hutch-exec %s %s\n' "$$" "$t0" >&2
+case $prog in
+*/*) ;;
+*) command -v "$prog" >/dev/null 2>&1 || { printf 'hutch: %s: command not found\n' "$prog" >&2; exit 127; } ;;
+esac
+env -i "$@"
+st=$?
+hutch_sweep "$$" "$t0"
+exit "$st"
+`
+
+// cliBackend runs each operation as one runtime exec.
+type cliBackend struct{ s *Sandbox }
+
+// script runs one of the scripts with args; stdin may be nil. It returns
+// the script's stdout, or the error its exit code stands for.
+func (b cliBackend) script(ctx context.Context, op, rel string, stdin io.Reader, limit int, script string, args ...string) ([]byte, error) {
+	s := b.s
+	argv := append([]string{"/bin/sh", "-c", script, "sh", s.o.WorkDir}, args...)
+	c := exec.CommandContext(ctx, s.prog, s.o.ExecArgs(s.containerID(), stdin != nil, "", argv...)...)
+	c.Stdin = stdin
+	var out bytes.Buffer
+	lw := &limitedWriter{w: &out, n: int64(limit) + 1}
+	c.Stdout = lw
+	errb := &sandbox.TailBuffer{Max: 4096}
+	c.Stderr = errb
+	c.WaitDelay = 5 * time.Second
+	err := c.Run()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if out.Len() > limit {
+		return nil, sandbox.PathError(op, rel, sandbox.ErrTooLarge)
+	}
+	if err == nil {
+		return out.Bytes(), nil
+	}
+	return nil, scriptErr(op, rel, c.ProcessState, errb.Bytes(), err)
+}
+
+// scriptErr maps a failed script's exit code to the contract's errors;
+// any other code means the runtime's exec itself failed.
+func scriptErr(op, rel string, ps *os.ProcessState, stderr []byte, err error) error {
+	msg := runtimeSays(stderr)
+	code := -1
+	if ps != nil {
+		code = ps.ExitCode()
+	}
+	if e, ok := cliCodes[code]; ok {
+		return sandbox.PathError(op, rel, e)
+	}
+	if code == 8 || code == 9 {
+		return sandbox.PathError(op, rel, errors.New(msg))
+	}
+	if msg == "" {
+		msg = err.Error()
+	}
+	return fmt.Errorf("%w: %s", errRuntime, msg)
+}
+
+func (s *Sandbox) containerID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+func (b cliBackend) readStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error) {
+	out, err := b.script(ctx, "read", rel, nil, sandbox.MaxFileSize+4096, cliRead, rel,
+		strconv.FormatInt(max, 10), strconv.Itoa(sandbox.MaxFileSize))
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	line, data, ok := bytes.Cut(out, []byte("\n"))
+	if !ok {
+		return nil, sandbox.FileInfo{}, fmt.Errorf("%w: read %s: no file information", errRuntime, rel)
+	}
+	fi, err := parseStat(string(line))
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	if int64(len(data)) > sandbox.MaxFileSize {
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", rel, sandbox.ErrTooLarge)
+	}
+	return data, fi, nil
+}
+
+func (b cliBackend) stat(ctx context.Context, rel string) (sandbox.FileInfo, error) {
+	out, err := b.script(ctx, "stat", rel, nil, 4096, cliStat, rel)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	return parseStat(strings.TrimSpace(string(out)))
+}
+
+func (b cliBackend) write(ctx context.Context, rel string, data []byte) error {
+	_, err := b.script(ctx, "write", rel, bytes.NewReader(data), 4096, cliWrite, rel, randomHex())
+	return err
+}
+
+// parseStat reads "SIZE RAWMODE(hex) YYYY-MM-DD HH:MM:SS.NNNNNNNNN +ZZZZ",
+// what both GNU and busybox stat print for -c '%s %f %y'.
+func parseStat(line string) (sandbox.FileInfo, error) {
+	f := strings.SplitN(line, " ", 3)
+	if len(f) == 3 {
+		size, err1 := strconv.ParseInt(f[0], 10, 64)
+		raw, err2 := strconv.ParseUint(f[1], 16, 32)
+		mt, err3 := time.Parse("2006-01-02 15:04:05.999999999 -0700", f[2])
+		if err1 == nil && err2 == nil && err3 == nil {
+			mode := unixMode(uint32(raw))
+			fi := sandbox.FileInfo{Size: size, ModTime: mt, Mode: mode, Kind: sandbox.KindOther}
+			switch {
+			case mode.IsDir():
+				fi.Kind, fi.Size = sandbox.KindDir, 0
+			case mode.IsRegular():
+				fi.Kind = sandbox.KindFile
+			}
+			return fi, nil
+		}
+	}
+	return sandbox.FileInfo{}, fmt.Errorf("%w: unexpected stat output %q", errRuntime, line)
+}
+
+// unixMode converts a raw st_mode to an fs.FileMode.
+func unixMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & 0o170000 {
+	case 0o040000:
+		mode |= fs.ModeDir
+	case 0o120000:
+		mode |= fs.ModeSymlink
+	case 0o010000:
+		mode |= fs.ModeNamedPipe
+	case 0o140000:
+		mode |= fs.ModeSocket
+	case 0o020000:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case 0o060000:
+		mode |= fs.ModeDevice
+	}
+	if m&0o4000 != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+// maxListing bounds what one glob's listing may print.
+const maxListing = 64 << 20
+
+func (b cliBackend) glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error) {
+	base, depth := globBase(pattern)
+	out, err := b.script(ctx, "glob", pattern, nil, maxListing, cliGlob, base, strconv.Itoa(depth))
+	if err != nil {
+		if errors.Is(err, sandbox.ErrEscape) {
+			return []string{}, nil // the base leads out: nothing inside matches
+		}
+		if errors.Is(err, sandbox.ErrTooLarge) {
+			return nil, fmt.Errorf("glob %s: the listing is over %d bytes, narrow the pattern: %w", pattern, maxListing, sandbox.ErrTooLarge)
+		}
+		return nil, err
+	}
+	fsys, err := parseListing(out, base)
+	if err != nil {
+		return nil, err
+	}
+	return sandbox.GlobFS(ctx, fsys, pattern, dirsOnly)
+}
+
+// globBase splits a clean pattern into its fixed leading directories (no
+// glob syntax) and how deep below them a match can be (-1: any depth).
+func globBase(pattern string) (string, int) {
+	parts := strings.Split(pattern, "/")
+	i := 0
+	for i < len(parts)-1 && !strings.ContainsAny(parts[i], `*?[{\`) {
+		i++
+	}
+	base := strings.Join(parts[:i], "/")
+	if base == "" {
+		base = "."
+	}
+	rest := parts[i:]
+	if slices.ContainsFunc(rest, func(p string) bool { return strings.Contains(p, "**") }) ||
+		strings.ContainsAny(strings.Join(rest, "/"), "{") {
+		return base, -1 // ** or alternatives that may hold '/'
+	}
+	return base, len(rest)
+}
+
+// listingFS is a glob listing as an fs.FS rooted at the sandbox root:
+// directories, other entries, and links with their resolved targets.
+type listingFS struct {
+	kind     map[string]byte   // 'd', 'f' or 'l'
+	target   map[string]string // link → root-relative target (absent: outside the root or dangling)
+	linkKind map[string]byte   // link → its target's kind, 'd' or 'f', as the container saw it
+	children map[string][]fs.DirEntry
+}
+
+// parseListing reads the glob script's output (paths relative to base).
+func parseListing(out []byte, base string) (*listingFS, error) {
+	bad := func() (*listingFS, error) {
+		return nil, fmt.Errorf("%w: unexpected glob listing", errRuntime)
+	}
+	recs := strings.Split(string(out), "\x00")
+	if len(recs) < 2 || recs[len(recs)-1] != "" {
+		return bad() // every record ends with a NUL
+	}
+	recs = recs[:len(recs)-1]
+	root := recs[0]
+	recs = recs[1:]
+	m := &listingFS{kind: map[string]byte{".": 'd'}, target: map[string]string{}, linkKind: map[string]byte{},
+		children: map[string][]fs.DirEntry{}}
+	add := func(p string, k byte) {
+		if _, ok := m.kind[p]; ok {
+			return
+		}
+		parent := path.Dir(p)
+		if parent != p {
+			if _, ok := m.kind[parent]; !ok {
+				m.kindAdd(parent, 'd')
+			}
+		}
+		m.kindAdd(p, k)
+	}
+	if base != "." {
+		add(base, 'd')
+	}
+	section := byte(0)
+	for i := 0; i < len(recs); i++ {
+		r := recs[i]
+		switch r {
+		case "D", "F", "L":
+			section = r[0]
+			continue
+		case "":
+			return bad()
+		}
+		rel, ok := strings.CutPrefix(r, "./")
+		if !ok || section == 0 || !fs.ValidPath(rel) || rel == "." {
+			return bad() // find prints clean paths below "."
+		}
+		p := path.Join(base, rel)
+		switch section {
+		case 'D':
+			add(p, 'd')
+		case 'F':
+			add(p, 'f')
+		case 'L':
+			if i+2 >= len(recs) {
+				return bad()
+			}
+			t, k := recs[i+1], recs[i+2]
+			i += 2
+			if k != "d" && k != "f" && k != "x" {
+				return bad()
+			}
+			add(p, 'l')
+			m.linkKind[p] = k[0]
+			switch {
+			case k == "x":
+			case t == root:
+				m.target[p] = "."
+			case strings.HasPrefix(t, root+"/") && fs.ValidPath(t[len(root)+1:]):
+				m.target[p] = t[len(root)+1:]
+			}
+		}
+	}
+	for d := range m.children {
+		slices.SortFunc(m.children[d], func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	}
+	return m, nil
+}
+
+func (m *listingFS) kindAdd(p string, k byte) {
+	if p == "." {
+		return
+	}
+	if _, ok := m.kind[p]; ok {
+		return
+	}
+	parent := path.Dir(p)
+	if _, ok := m.kind[parent]; !ok {
+		m.kindAdd(parent, 'd')
+	}
+	m.kind[p] = k
+	m.children[parent] = append(m.children[parent], listEntry{name: path.Base(p), k: k})
+}
+
+// resolve follows the links along name (at most 40) and returns the path
+// it names and its kind. A link at the end keeps the kind the container
+// reported for its target, which may lie beyond the listing; a link in the
+// middle is followed into the listing.
+func (m *listingFS) resolve(name string) (string, byte, error) {
+	done, todo := ".", name
+	for hops := 0; ; {
+		c, rest, _ := strings.Cut(todo, "/")
+		next := path.Join(done, c)
+		k := m.kind[next]
+		if c == "" || c == "." {
+			k = m.kind[done]
+			next = done
+		}
+		switch {
+		case k == 0:
+			return "", 0, fs.ErrNotExist
+		case k == 'l':
+			t, ok := m.target[next]
+			if !ok {
+				return "", 0, fs.ErrNotExist // outside the root, or dangling
+			}
+			if rest == "" {
+				return t, m.linkKind[next], nil
+			}
+			if hops++; hops > 40 {
+				return "", 0, fs.ErrNotExist
+			}
+			done, todo = ".", t+"/"+rest
+			continue
+		}
+		if rest == "" {
+			return next, k, nil
+		}
+		done, todo = next, rest
+	}
+}
+
+func (m *listingFS) Open(name string) (fs.File, error) {
+	fi, err := m.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	return listFile{fi}, nil
+}
+
+func (m *listingFS) Stat(name string) (fs.FileInfo, error) {
+	_, k, err := m.resolve(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	return listEntry{name: path.Base(name), k: k}, nil
+}
+
+func (m *listingFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, k, err := m.resolve(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
+	}
+	if k != 'd' {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrInvalid}
+	}
+	return m.children[p], nil // a directory beyond the listing reads as empty
+}
+
+// listEntry is both the fs.DirEntry and the fs.FileInfo of a listed path.
+type listEntry struct {
+	name string
+	k    byte
+}
+
+func (e listEntry) Name() string { return e.name }
+func (e listEntry) IsDir() bool  { return e.k == 'd' }
+func (e listEntry) Type() fs.FileMode {
+	switch e.k {
+	case 'd':
+		return fs.ModeDir
+	case 'l':
+		return fs.ModeSymlink
+	}
+	return 0
+}
+func (e listEntry) Info() (fs.FileInfo, error) { return e, nil }
+func (e listEntry) Size() int64                { return 0 }
+func (e listEntry) Mode() fs.FileMode          { return e.Type() | 0o755 }
+func (e listEntry) ModTime() time.Time         { return time.Time{} }
+func (e listEntry) Sys() any                   { return nil }
+
+type listFile struct{ fi fs.FileInfo }
+
+func (f listFile) Stat() (fs.FileInfo, error) { return f.fi, nil }
+func (f listFile) Read([]byte) (int, error)   { return 0, io.EOF }
+func (f listFile) Close() error               { return nil }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// exec runs one command through the wrapper script (see cliExec).
+func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	s := b.s
+	argv := cmd.Args
+	if cmd.Shell != "" {
+		argv = []string{"/bin/sh", "-c", cmd.Shell}
+	}
+	if strings.Contains(argv[0], "=") {
+		return sandbox.Result{}, fmt.Errorf("%w: container: without the helper a program name cannot contain '=' (%q)", sandbox.ErrConfig, argv[0])
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range cmd.Env {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var envFile bytes.Buffer
+	for _, k := range names {
+		v := cmd.Env[k]
+		if !identRE.MatchString(k) || strings.ContainsAny(v, "\n\r") {
+			return sandbox.Result{}, fmt.Errorf("%w: container: without the helper, environment names must be shell identifiers and values one line (%s)", sandbox.ErrConfig, k)
+		}
+		fmt.Fprintf(&envFile, "%s=%s\n", k, v)
+	}
+	file := ""
+	if len(names) > 0 {
+		f, err := os.CreateTemp("", "hutch-env-*") // mode 0600
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		file = f.Name()
+		defer os.Remove(file)
+		_, err = f.Write(envFile.Bytes())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+	}
+	args := append([]string{"/bin/sh", "-c", cliExec, "sh", s.o.WorkDir, cmd.Dir, strconv.Itoa(len(names))}, names...)
+	args = append(args, argv...)
+	c := exec.Command(s.prog, s.o.ExecArgs(s.containerID(), cmd.Stdin != nil, file, args...)...)
+	c.Stdin = cmd.Stdin
+	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	c.Stdout = stdout.Tee(cmd.Stdout)
+	hdr := &headerWriter{rest: stderr.Tee(cmd.Stderr), seen: make(chan struct{})}
+	c.Stderr = hdr
+	c.WaitDelay = 5 * time.Second
+	begin := time.Now()
+	if err := c.Start(); err != nil {
+		return sandbox.Result{}, fmt.Errorf("%w: %v", errRuntime, err)
+	}
+	exited := make(chan struct{})
+	var werr error
+	go func() { werr = c.Wait(); close(exited) }()
+	timer := time.NewTimer(cmd.Timeout)
+	defer timer.Stop()
+	timedOut := false
+	select {
+	case <-exited:
+	case <-timer.C:
+		timedOut = true
+		b.kill(c, hdr, exited)
+	case <-ctx.Done():
+		b.kill(c, hdr, exited)
+		return sandbox.Result{}, ctx.Err()
+	}
+	if !hdr.started() {
+		return sandbox.Result{}, scriptErr("exec", cmd.Dir, c.ProcessState, hdr.early(), werr)
+	}
+	res := captured(begin, stdout, stderr)
+	res.ExitCode = c.ProcessState.ExitCode()
+	if timedOut {
+		res.TimedOut, res.ExitCode, res.Signal = true, 137, "SIGKILL"
+	}
+	return res, nil
+}
+
+// captured is a command's result as far as its output goes.
+func captured(begin time.Time, stdout, stderr *sandbox.TailBuffer) sandbox.Result {
+	return sandbox.Result{
+		Duration:        time.Since(begin),
+		Stdout:          stdout.Bytes(),
+		Stderr:          stderr.Bytes(),
+		StdoutTruncated: stdout.Truncated(),
+		StderrTruncated: stderr.Truncated(),
+		StdoutSize:      stdout.Total(),
+		StderrSize:      stderr.Total(),
+	}
+}
+
+// kill ends a running wrapper's tree from a second exec, once its header
+// has named it, and waits for the runtime's exec to end. A wrapper that
+// never started in time is abandoned: its runtime process is killed.
+func (b cliBackend) kill(c *exec.Cmd, hdr *headerWriter, exited chan struct{}) {
+	grace := time.NewTimer(killGrace)
+	defer grace.Stop()
+	select {
+	case <-hdr.seen:
+		// The kill itself needs a process in the container: under a fork
+		// bomb it may take a few tries to get one.
+		pid, start := hdr.id()
+		ctx, cancel := context.WithTimeout(context.Background(), killGrace)
+		defer cancel()
+		for ctx.Err() == nil {
+			_, err := b.s.run(ctx, nil, b.s.o.ExecArgs(b.s.containerID(), false, "", "/bin/sh", "-c", cliKill, "sh", pid, start)...)
+			if err == nil || errors.Is(err, ErrGone) {
+				break
+			}
+			select {
+			case <-exited:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	case <-exited:
+		return
+	case <-grace.C:
+	}
+	select {
+	case <-exited:
+	case <-grace.C:
+		_ = c.Process.Kill()
+		<-exited
+	}
+}
+
+// killGrace bounds each step of ending a fallback command.
+const killGrace = 30 * time.Second
+
+// headerWriter takes the wrapper's stderr: its first line, "hutch-exec
+// PID START", says the command is starting; what comes after is the
+// command's. Anything before a header is the wrapper's or the runtime's
+// own error message.
+type headerWriter struct {
+	mu         sync.Mutex
+	line       []byte
+	done, bad  bool
+	pid, start string
+	rest       io.Writer
+	seen       chan struct{}
+}
+
+var headerRE = regexp.MustCompile(`^hutch-exec ([0-9]+) ([0-9]+)$`)
+
+func (h *headerWriter) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	if h.done {
+		h.mu.Unlock()
+		return h.rest.Write(p)
+	}
+	n := len(p)
+	i := bytes.IndexByte(p, '\n')
+	if h.bad || i < 0 {
+		if len(h.line) < 4096 {
+			h.line = append(h.line, p...)
+		}
+		h.mu.Unlock()
+		return n, nil
+	}
+	h.line = append(h.line, p[:i]...)
+	if m := headerRE.FindSubmatch(h.line); m != nil {
+		h.done, h.pid, h.start = true, string(m[1]), string(m[2])
+		close(h.seen)
+		h.mu.Unlock()
+		_, _ = h.rest.Write(p[i+1:])
+		return n, nil
+	}
+	h.bad = true // not a header: all of it is the error message
+	h.line = append(h.line, p[i:]...)
+	h.mu.Unlock()
+	return n, nil
+}
+
+func (h *headerWriter) started() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.done
+}
+
+func (h *headerWriter) id() (string, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pid, h.start
+}
+
+func (h *headerWriter) early() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.line
+}

@@ -1,0 +1,721 @@
+// Package container is hutch's container tier: tools act inside an OCI
+// container driven through the runtime's own command-line program —
+// docker, podman or Apple's container — never through an SDK.
+//
+// Hardened by default, each hardening an explicit opt-out in Options: no
+// network (only loopback), every capability dropped, no-new-privileges, a
+// read-only root filesystem with a writable tmpfs at the working
+// directory and at /tmp, at most 512 processes, and the identity label
+// hutch.sandbox.id=<name>. What a runtime cannot honour is listed by
+// HardeningGaps, never dropped silently.
+//
+// Fast path: hutch's own static binary is mounted read-only into the
+// container (at HelperPath) and started once per session with `exec -i`;
+// every operation then travels over that one stream as frames (package
+// helper's stream protocol). File operations act inside the container
+// through the local tier's os.Root guard rooted at the working directory,
+// so symbolic links resolve where they live and a link to /etc is an
+// escape. Each command runs under a subreaper in a session of its own;
+// when it ends, times out or is cancelled, every process it started dies,
+// daemons included. When the helper cannot run there (a foreign
+// architecture, no helper binary, a remote engine without Options.Helper),
+// the sandbox falls back to one runtime exec per operation, with paths
+// and patterns passed as arguments and never spliced into shell text.
+//
+// Commands may overlap. On the fast path each runs under a reaper of its
+// own, so a command's end, timeout or cancel kills exactly the processes
+// it started — daemons that called setsid or double-forked included — and
+// never those of a command running beside it. In the fallback, a command's
+// end kills its tree and every process orphaned in the container since it
+// started (the runtime cannot tell whose an orphan is), which may take a
+// concurrent command's daemons along.
+//
+// Environment values (Options.Env, Command.Env) never appear on a command
+// line or in the container's configuration: the fast path sends them per
+// command over the stream, the fallback through a 0600 file given to
+// --env-file and removed afterwards.
+//
+// The container starts lazily, on the first operation, and Close removes
+// it (unless Reconnect; the working directory's tmpfs then lives as long
+// as the container runs, and a stop empties it). Programs using the fast
+// path must call helper.Main at the start of main (and of TestMain): the
+// helper is this same binary, and it must be static (CGO_ENABLED=0) to
+// run in any image — a dynamically linked one is tried through exec, never
+// as the container's init.
+package container
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// ErrGone: the sandbox's container was stopped or removed behind hutch's
+// back. Errors matching it also match sandbox.ErrClosed: the sandbox is
+// of no further use; make a new one.
+var ErrGone = errors.New("the sandbox's container is gone")
+
+type goneError struct{ name, detail string }
+
+func (e *goneError) Error() string {
+	return fmt.Sprintf("container %s: %v (%s): make a new sandbox", e.name, ErrGone, e.detail)
+}
+
+func (e *goneError) Is(target error) bool { return target == ErrGone || target == sandbox.ErrClosed }
+
+// Mode says how a started sandbox reaches its container.
+type Mode string
+
+// The modes.
+const (
+	ModeNone   Mode = ""       // not started yet
+	ModeHelper Mode = "helper" // the fast path: one stream to the helper
+	ModeCLI    Mode = "cli"    // one runtime exec per operation
+)
+
+// Sandbox is a container. Create one with New; the container starts on the
+// first operation (or Start). It is safe for concurrent use.
+type Sandbox struct {
+	o      Options
+	prog   string // the runtime's program, resolved
+	helper string // the helper binary to mount ("" none)
+	arch   string // the helper's architecture (GOARCH), when known
+	noHelp string // why there is no helper, when there is none
+	prober sandbox.Prober
+
+	mu       sync.Mutex
+	closed   bool
+	starting chan struct{} // closed when the start in progress ends
+	id       string
+	gone     error
+	conn     *streamConn
+	mode     Mode
+	why      string // why the fallback is in use
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+// New checks the options and finds the runtime's program; it starts
+// nothing (the container starts on first use). Errors match
+// sandbox.ErrConfig, one line each: no image, an unknown runtime, the
+// runtime's program not in PATH, reconnect on Apple, a malformed field.
+func New(opts Options) (*Sandbox, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	name := o.Program
+	if name == "" {
+		name = o.Runtime.Program()
+	}
+	prog, err := exec.LookPath(name)
+	if err != nil {
+		return nil, configErr("the %s runtime's program %q was not found in PATH: install it or set the program's path", o.Runtime, name)
+	}
+	s := &Sandbox{o: o, prog: prog}
+	s.helper, s.arch, s.noHelp, err = chooseHelper(o)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// chooseHelper picks the helper binary to mount, or says why there is
+// none.
+func chooseHelper(o Options) (path, arch, why string, err error) {
+	switch {
+	case o.NoHelper:
+		return "", "", "the helper was turned off (NoHelper)", nil
+	case o.Helper != "":
+		if !o.Engine.remote() {
+			if _, err := os.Stat(o.Helper); err != nil {
+				return "", "", "", configErr("helper %s: %v", o.Helper, err)
+			}
+			return o.Helper, initArch(o.Helper), "", nil
+		}
+		return o.Helper, "", "", nil // a path on the engine's machine
+	case o.Engine.remote():
+		return "", "", "a remote engine cannot mount this machine's binary: set Options.Helper to a hutch binary on the engine's machine", nil
+	case runtime.GOOS != "linux":
+		return "", "", "this program is not a Linux binary: set Options.Helper to a Linux build of hutch", nil
+	case !helper.Ready():
+		return "", "", "this program does not call helper.Main(), so it cannot serve as the helper", nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", "", "cannot find this program's binary: " + err.Error(), nil
+	}
+	return exe, initArch(exe), "", nil
+}
+
+// initArch is the architecture of a helper binary that can be a
+// container's PID 1 in any image of that architecture: a static one. A
+// dynamically linked helper is still tried through exec (the image may
+// have its libraries), never as PID 1.
+func initArch(p string) string {
+	if arch, static := elfArch(p); static {
+		return arch
+	}
+	return ""
+}
+
+var elfArches = map[elf.Machine]string{
+	elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386", elf.EM_ARM: "arm",
+	elf.EM_RISCV: "riscv64", elf.EM_S390: "s390x", elf.EM_PPC64: "ppc64",
+}
+
+// elfArch reads a Linux binary's architecture as GOARCH names it, and
+// whether it is static (no program interpreter, so it runs in any image);
+// "" when it cannot tell.
+func elfArch(p string) (arch string, static bool) {
+	f, err := elf.Open(p)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	static = true
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			static = false
+		}
+	}
+	arch = elfArches[f.Machine]
+	if f.Machine == elf.EM_PPC64 && f.ByteOrder == binary.LittleEndian {
+		arch = "ppc64le"
+	}
+	return arch, static
+}
+
+// Root is the working directory inside the container.
+func (s *Sandbox) Root() string { return s.o.WorkDir }
+
+// Name is the container's name and identity label value.
+func (s *Sandbox) Name() string { return s.o.Name }
+
+// Options returns the options as normalized by New (defaults filled in).
+func (s *Sandbox) Options() Options { return s.o }
+
+// HardeningGaps lists the default hardenings this sandbox lacks (see
+// Options.HardeningGaps).
+func (s *Sandbox) HardeningGaps() []string { return s.o.HardeningGaps() }
+
+// ID is the container's id once started, "" before.
+func (s *Sandbox) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// Mode says how the started sandbox reaches its container and, for the
+// fallback, why.
+func (s *Sandbox) Mode() (Mode, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode, s.why
+}
+
+// Start starts (or, with Reconnect, finds) the container and connects to
+// it now rather than on the first operation.
+func (s *Sandbox) Start(ctx context.Context) error {
+	_, err := s.ready(ctx)
+	return err
+}
+
+// backend is how operations reach the container: the helper's stream or
+// the runtime's exec.
+type backend interface {
+	readStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error)
+	write(ctx context.Context, rel string, data []byte) error
+	stat(ctx context.Context, rel string) (sandbox.FileInfo, error)
+	glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error)
+	exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error)
+}
+
+// ready returns the backend, starting the container or reconnecting to
+// the helper first when needed. Concurrent callers share one start.
+func (s *Sandbox) ready(ctx context.Context) (backend, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for {
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return nil, sandbox.ErrClosed
+		case s.gone != nil:
+			err := s.gone
+			s.mu.Unlock()
+			return nil, err
+		case s.starting != nil:
+			ch := s.starting
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		case s.mode == ModeCLI:
+			s.mu.Unlock()
+			return cliBackend{s}, nil
+		case s.mode == ModeHelper && s.conn.alive():
+			c := s.conn
+			s.mu.Unlock()
+			return c, nil
+		}
+		ch := make(chan struct{})
+		s.starting = ch
+		id := s.id
+		s.mu.Unlock()
+		err := s.bringUp(ctx, id)
+		s.mu.Lock()
+		s.starting = nil
+		close(ch)
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// bringUp starts the container when id is "" (or finds it, with
+// Reconnect), then connects: the helper's stream when it can run there,
+// otherwise the fallback.
+func (s *Sandbox) bringUp(ctx context.Context, id string) error {
+	if id == "" {
+		var err error
+		if id, err = s.create(ctx); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.id = id
+		s.mu.Unlock()
+	} else if err := s.checkRunning(ctx, id); err != nil {
+		return err
+	}
+	mode, why := ModeCLI, s.noHelp
+	var conn *streamConn
+	if s.helper != "" {
+		var err error
+		conn, err = dial(ctx, s.prog, s.o.HelperArgs(id), s.o.WorkDir)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if gerr := s.checkRunning(ctx, id); gerr != nil {
+				return gerr
+			}
+			why = "the helper could not start in the container: " + err.Error()
+		} else {
+			mode, why = ModeHelper, ""
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed && conn != nil {
+		conn.close(sandbox.ErrClosed)
+		return sandbox.ErrClosed
+	}
+	s.conn, s.mode, s.why = conn, mode, why
+	return nil
+}
+
+// create finds the container (Reconnect) or creates and starts it, and
+// returns its id.
+func (s *Sandbox) create(ctx context.Context) (string, error) {
+	o := s.o
+	if o.Reconnect {
+		out, err := s.run(ctx, nil, o.FindArgs(o.Name)...)
+		if err != nil {
+			return "", fmt.Errorf("looking for container %s: %w", o.Name, err)
+		}
+		ids := strings.Fields(out)
+		switch {
+		case len(ids) > 1:
+			return "", fmt.Errorf("%w: container: reconnect is ambiguous: %d containers carry the label %s=%s (%s): remove all but one",
+				sandbox.ErrConfig, len(ids), LabelID, o.Name, strings.Join(ids, ", "))
+		case len(ids) == 1:
+			if out, err := s.run(ctx, nil, o.StateArgs(ids[0])...); err == nil && strings.TrimSpace(out) != "true" {
+				if _, err := s.run(ctx, nil, o.StartArgs(ids[0])...); err != nil {
+					return "", fmt.Errorf("starting container %s again: %w", o.Name, err)
+				}
+			}
+			return ids[0], nil
+		}
+	}
+	// The helper is the container's PID 1 when it is known to run there:
+	// static, built for the image's architecture. Otherwise a shell keeps the
+	// container alive and the helper is tried through exec (it may still
+	// run, natively or emulated).
+	asInit := false
+	if s.helper != "" && s.arch != "" {
+		if out, err := s.run(ctx, nil, o.ImageArgs()...); err == nil {
+			asInit = strings.TrimSpace(out) == "linux/"+s.arch
+		}
+	}
+	out, err := s.run(ctx, nil, o.RunArgs(o.Name, s.helper, asInit)...)
+	if err != nil {
+		if strings.Contains(err.Error(), "is already in use") {
+			return "", fmt.Errorf("%w: container: a container named %s exists already: choose another name, remove it, or set Reconnect", sandbox.ErrConfig, o.Name)
+		}
+		// A run that failed after creating the container leaves it behind.
+		_, _ = s.run(context.WithoutCancel(ctx), nil, o.RemoveArgs(o.Name)...)
+		return "", fmt.Errorf("container start failed: %w", err)
+	}
+	lines := strings.Fields(out)
+	if len(lines) == 0 {
+		return "", fmt.Errorf("container start failed: %s printed no container id", s.o.Runtime.Program())
+	}
+	return lines[len(lines)-1], nil
+}
+
+// checkRunning returns nil when container id runs, and the gone error
+// (remembered) when it does not exist or has stopped.
+func (s *Sandbox) checkRunning(ctx context.Context, id string) error {
+	out, err := s.run(ctx, nil, s.o.StateArgs(id)...)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	detail := ""
+	switch {
+	case err != nil && (strings.Contains(strings.ToLower(err.Error()), "no such") || strings.Contains(strings.ToLower(err.Error()), "not found")):
+		detail = "removed"
+	case err != nil:
+		return fmt.Errorf("checking container %s: %w", s.o.Name, err)
+	case s.o.Runtime == Apple:
+		return nil // it exists; Apple's inspect is not read further
+	case strings.TrimSpace(out) != "true":
+		detail = "stopped"
+	default:
+		return nil
+	}
+	gone := &goneError{name: s.o.Name, detail: detail}
+	s.mu.Lock()
+	if s.gone == nil {
+		s.gone = gone
+	}
+	s.mu.Unlock()
+	return gone
+}
+
+// failed turns an operation's failure into what the caller should see:
+// ErrClosed after Close, the gone error when the container went away.
+func (s *Sandbox) failed(err error, connLost bool) error {
+	s.mu.Lock()
+	closed, gone, id := s.closed, s.gone, s.id
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("%w: %v", sandbox.ErrClosed, err)
+	case gone != nil:
+		return gone
+	case connLost && id != "":
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if gerr := s.checkRunning(ctx, id); errors.Is(gerr, ErrGone) {
+			return gerr
+		}
+	}
+	return err
+}
+
+// run runs the runtime's program with args and returns its standard
+// output; the error carries the end of its standard error.
+func (s *Sandbox) run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	c := exec.CommandContext(ctx, s.prog, args...)
+	c.Stdin = stdin
+	var out bytes.Buffer
+	errb := &sandbox.TailBuffer{Max: 4096}
+	c.Stdout = &limitedWriter{w: &out, n: 16 << 20}
+	c.Stderr = errb
+	c.WaitDelay = 5 * time.Second
+	if err := c.Run(); err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		msg := runtimeSays(errb.Bytes())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return out.String(), fmt.Errorf("%s %s: %s", s.o.Runtime.Program(), subcommand(args, s.o), msg)
+	}
+	return out.String(), nil
+}
+
+// runtimeSays is what a runtime's program printed on stderr, on one line,
+// without its usage hints ("See 'docker run --help'.").
+func runtimeSays(stderr []byte) string {
+	var keep []string
+	for _, line := range strings.Split(string(stderr), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "See '") || strings.HasPrefix(line, "Run '") {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.Join(keep, " ")
+}
+
+func subcommand(args []string, o Options) string {
+	if n := len(o.globalArgs()); n < len(args) {
+		return args[n]
+	}
+	return ""
+}
+
+// limitedWriter keeps the first n bytes and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(int64(len(p)), l.n)
+		l.n -= k
+		_, _ = l.w.Write(p[:k])
+	}
+	return len(p), nil
+}
+
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// clean resolves a caller's path lexically (the helper or the fallback
+// resolves links inside the container), before anything starts; a closed
+// sandbox says so first.
+func (s *Sandbox) clean(op, p string) (string, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return "", sandbox.ErrClosed
+	}
+	rel, err := sandbox.Clean(s.o.WorkDir, p)
+	if err != nil {
+		return "", sandbox.PathError(op, p, err)
+	}
+	return rel, nil
+}
+
+// Read returns the content of a regular file in the container.
+func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
+	data, _, err := s.ReadStat(ctx, p, 0)
+	return data, err
+}
+
+// ReadStat reads at most max bytes (all, up to sandbox.MaxFileSize, when
+// max <= 0) of a regular file and describes it, in one operation.
+func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
+	rel, err := s.clean("read", p)
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	b, err := s.ready(ctx)
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	data, fi, err := b.readStat(ctx, rel, max)
+	if err != nil {
+		return nil, sandbox.FileInfo{}, s.failed(err, isLost(err))
+	}
+	fi.Path = rel
+	return data, fi, nil
+}
+
+// Write replaces a file atomically (temporary file, rename), creating
+// missing parent directories; a new file gets 0644, an existing one keeps
+// its mode.
+func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
+	rel, err := s.clean("write", p)
+	if err != nil {
+		return err
+	}
+	if len(data) > sandbox.MaxFileSize {
+		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+	}
+	b, err := s.ready(ctx)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return sandbox.PathError("write", p, sandbox.ErrIsDir)
+	}
+	if err := b.write(ctx, rel, data); err != nil {
+		return s.failed(err, isLost(err))
+	}
+	return nil
+}
+
+// Stat describes a path, following symbolic links inside the root.
+func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
+	rel, err := s.clean("stat", p)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	b, err := s.ready(ctx)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	fi, err := b.stat(ctx, rel)
+	if err != nil {
+		return sandbox.FileInfo{}, s.failed(err, isLost(err))
+	}
+	fi.Path = rel
+	return fi, nil
+}
+
+// Glob matches pattern under the root (see sandbox.Sandbox for the rules).
+func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
+	if _, err := s.clean("glob", "."); err != nil {
+		return nil, err
+	}
+	pat, dirsOnly, err := sandbox.CleanPattern(s.o.WorkDir, pattern)
+	if err != nil {
+		return nil, sandbox.PathError("glob", pattern, err)
+	}
+	b, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.glob(ctx, pat, dirsOnly)
+	if err != nil {
+		return nil, s.failed(err, isLost(err))
+	}
+	return out, nil
+}
+
+// Exec runs a command in the container, starting in cmd.Dir under the
+// working directory. The environment is PATH, HOME and LANG as the image
+// sets them, plus Options.Env, plus cmd.Env. When the command ends, times
+// out or is cancelled, every process it started is killed.
+func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	cmd, err := cmd.Validate()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir = "."
+	}
+	if cmd.Dir, err = s.clean("exec", dir); err != nil {
+		return sandbox.Result{}, err
+	}
+	b, err := s.ready(ctx)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	cmd.Env = sandbox.MergeEnv(s.o.Env, cmd.Env)
+	res, err := b.exec(ctx, cmd)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("container exec: %w", ctx.Err())
+		}
+		return res, s.failed(err, isLost(err))
+	}
+	return res, nil
+}
+
+// Supports reports every capability: files and a shell.
+func (s *Sandbox) Supports(c sandbox.Capability) bool {
+	switch c {
+	case sandbox.CapRead, sandbox.CapWrite, sandbox.CapGlob, sandbox.CapStat, sandbox.CapShell:
+		return true
+	}
+	return false
+}
+
+// Instructions describe the container in plain words.
+func (s *Sandbox) Instructions() string {
+	o := s.o
+	var b strings.Builder
+	fmt.Fprintf(&b, "You run inside a %s container (image %s), in %s.", o.Runtime, o.Image, o.WorkDir)
+	switch o.Network {
+	case "none":
+		b.WriteString(" There is no network access.")
+	case "all":
+		b.WriteString(" The network is reachable.")
+	default:
+		fmt.Fprintf(&b, " The container is on the network %s.", o.Network)
+	}
+	w := o.writable()
+	if o.WritableRoot {
+		b.WriteString(" The whole container filesystem is writable; changes outside the binds are lost when the sandbox closes.")
+	} else {
+		fmt.Fprintf(&b, " Only %s can be changed; everything else is read-only.", strings.Join(w, ", "))
+	}
+	var ro []string
+	for _, bd := range o.Binds {
+		if !bd.Writable {
+			ro = append(ro, bd.Target)
+		}
+	}
+	if len(ro) > 0 {
+		fmt.Fprintf(&b, " Read-only host files are at %s.", strings.Join(ro, ", "))
+	}
+	if o.PidsLimit > 0 && o.Runtime != Apple {
+		fmt.Fprintf(&b, " At most %d processes.", o.PidsLimit)
+	}
+	if o.Memory > 0 {
+		fmt.Fprintf(&b, " Memory limit %d MiB.", o.Memory>>20)
+	}
+	return b.String()
+}
+
+// Environment probes the container (memoized per command list).
+func (s *Sandbox) Environment(ctx context.Context, commands ...string) sandbox.Environment {
+	return s.prober.Probe(ctx, s, commands)
+}
+
+// Close ends the session and removes the container (unless Reconnect, which
+// leaves it running for the next sandbox of the same name). Running
+// operations fail with sandbox.ErrClosed. It is idempotent; it returns the
+// runtime's error when the container could not be removed (a container
+// already gone is not an error).
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ch := s.starting
+	s.mu.Unlock()
+	if ch != nil {
+		<-ch // a start in progress finishes (or fails) first
+	}
+	s.mu.Lock()
+	conn, id := s.conn, s.id
+	s.mu.Unlock()
+	if conn != nil {
+		conn.close(sandbox.ErrClosed)
+	}
+	if id == "" || s.o.Reconnect {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.run(ctx, nil, s.o.RemoveArgs(id)...); err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such") {
+		return fmt.Errorf("removing container %s: %w", s.o.Name, err)
+	}
+	return nil
+}

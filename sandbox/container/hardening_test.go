@@ -1,0 +1,483 @@
+package container_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/container"
+	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
+)
+
+var bg = context.Background()
+
+// modes runs f on the fast path and on the forced fallback.
+func modes(t *testing.T, f func(t *testing.T, o container.Options)) {
+	t.Run("helper", func(t *testing.T) { f(t, container.Options{}) })
+	t.Run("cli", func(t *testing.T) { f(t, container.Options{NoHelper: true}) })
+}
+
+func run(t *testing.T, sb sandbox.Sandbox, c sandbox.Command) sandbox.Result {
+	t.Helper()
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Second
+	}
+	r, err := sb.Exec(bg, c)
+	if err != nil {
+		t.Fatalf("Exec(%q %q): %v", c.Shell, c.Args, err)
+	}
+	return r
+}
+
+func docker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func uniqueName(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+func TestReadOnlyRoot(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		sb := newSB(t, o)
+		r := run(t, sb, sandbox.Command{Shell: "touch /etc/x; echo rc=$?; touch /tmp/ok && echo tmp-ok"})
+		if !strings.Contains(string(r.Stdout), "rc=1") || !strings.Contains(string(r.Stderr), "Read-only file system") ||
+			!strings.Contains(string(r.Stdout), "tmp-ok") {
+			t.Errorf("root should be read-only, /tmp writable: %q %q", r.Stdout, r.Stderr)
+		}
+		if err := sb.Write(bg, "/etc/x", []byte("x")); !errors.Is(err, sandbox.ErrEscape) {
+			t.Errorf("Write(/etc/x) = %v, want ErrEscape", err)
+		}
+		if err := sb.Write(bg, "work.txt", []byte("w")); err != nil {
+			t.Errorf("the working directory must be writable: %v", err)
+		}
+	})
+}
+
+func TestNoNetwork(t *testing.T) {
+	sb := newSB(t, container.Options{})
+	r := run(t, sb, sandbox.Command{Shell: "cat /proc/net/dev"})
+	var ifaces []string
+	for _, line := range strings.Split(string(r.Stdout), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			ifaces = append(ifaces, strings.TrimSpace(name))
+		}
+	}
+	if len(ifaces) != 1 || ifaces[0] != "lo" {
+		t.Errorf("interfaces %q, want only lo", ifaces)
+	}
+}
+
+func TestNoCapabilities(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		sb := newSB(t, o)
+		r := run(t, sb, sandbox.Command{Shell: `grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status
+touch f; chown 1234 f; echo chown=$?; mknod dev c 1 3; echo mknod=$?; id -u`})
+		out := string(r.Stdout)
+		for _, want := range []string{"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "CapBnd:\t0000000000000000",
+			"NoNewPrivs:\t1", "chown=1", "mknod=1", "\n0\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("missing %q in %q (stderr %q)", want, out, r.Stderr)
+			}
+		}
+	})
+}
+
+// A fork bomb under a small process limit ends (timeout) and the sandbox
+// carries on.
+func TestPidsLimit(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		o.PidsLimit = 96
+		sb := newSB(t, o)
+		r := run(t, sb, sandbox.Command{Shell: "grep -h . /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null"})
+		if strings.TrimSpace(string(r.Stdout)) != "96" {
+			t.Errorf("pids.max = %q, want 96", r.Stdout)
+		}
+		r = run(t, sb, sandbox.Command{Shell: "bomb() { bomb | bomb & }; bomb; sleep 60", Timeout: 4 * time.Second})
+		if !r.TimedOut {
+			t.Errorf("fork bomb: %+v", r)
+		}
+		r = run(t, sb, sandbox.Command{Shell: "echo alive"})
+		if string(r.Stdout) != "alive\n" {
+			t.Errorf("after the bomb: %+v", r)
+		}
+		if m, _ := sb.Mode(); m == container.ModeHelper {
+			// Nothing of the bomb is left in the container.
+			r = run(t, sb, sandbox.Command{Shell: "ls -d /proc/[0-9]* | wc -l"})
+			if n := strings.TrimSpace(string(r.Stdout)); len(n) > 1 {
+				t.Errorf("%s processes in the container after the bomb", n)
+			}
+		}
+	})
+}
+
+// A command timing out with daemons takes them along, while a command
+// running beside it in the same container keeps its own processes.
+func TestTimeoutKillsOnlyItsTree(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		sb := newSB(t, o)
+		mark := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+		var wg sync.WaitGroup
+		var long sandbox.Result
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			long = run(t, sb, sandbox.Command{Shell: fmt.Sprintf("sleep %s7 & sleep 3; kill -0 $! && echo mine-alive", mark), Timeout: 20 * time.Second})
+		}()
+		time.Sleep(500 * time.Millisecond)
+		r := run(t, sb, sandbox.Command{
+			Shell:   fmt.Sprintf("setsid sleep %[1]s1 & (setsid sleep %[1]s2 &); sh -c '(sleep %[1]s3 &) &'; sleep %[1]s4", mark),
+			Timeout: time.Second})
+		if !r.TimedOut || r.ExitCode != 137 || r.Signal != "SIGKILL" {
+			t.Errorf("want a timeout by SIGKILL: %+v", r)
+		}
+		for _, n := range []string{"1", "2", "3", "4"} {
+			if left := sandboxtest.Survivors(mark+n, 3*time.Second); len(left) > 0 {
+				t.Errorf("survived the timeout: %q", left)
+			}
+		}
+		wg.Wait()
+		if !strings.Contains(string(long.Stdout), "mine-alive") {
+			t.Errorf("the other command lost its process: %+v", long)
+		}
+	})
+}
+
+// Symbolic links are resolved inside the container: links out of the
+// working directory are escapes, whether absolute, relative, dangling or
+// reached through a directory. The root is writable here, so an escape
+// would really write.
+func TestSymlinkEscapes(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		o.WritableRoot = true
+		sb := newSB(t, o)
+		run(t, sb, sandbox.Command{Shell: "mkdir -p d && ln -s /etc etc && ln -s ../../etc d/up && ln -s /etc/hutch-new dang && ln -s /etc/passwd pw && ln -s d inside"})
+		for _, p := range []string{"etc/passwd", "d/up/passwd", "pw", "etc"} {
+			if _, err := sb.Read(bg, p); !errors.Is(err, sandbox.ErrEscape) {
+				t.Errorf("Read(%s) = %v, want ErrEscape", p, err)
+			}
+			if _, err := sb.Stat(bg, p); !errors.Is(err, sandbox.ErrEscape) {
+				t.Errorf("Stat(%s) = %v, want ErrEscape", p, err)
+			}
+		}
+		for _, p := range []string{"dang", "etc/hutch-new", "d/up/hutch-new", "pw"} {
+			if err := sb.Write(bg, p, []byte("escaped")); !errors.Is(err, sandbox.ErrEscape) {
+				t.Errorf("Write(%s) = %v, want ErrEscape", p, err)
+			}
+		}
+		r := run(t, sb, sandbox.Command{Shell: "ls /etc/hutch-new 2>&1; head -c 4 /etc/passwd"})
+		if !strings.Contains(string(r.Stdout), "No such file") || !strings.HasPrefix(string(r.Stdout[strings.IndexByte(string(r.Stdout), '\n')+1:]), "root") {
+			t.Errorf("an escape wrote outside: %q", r.Stdout)
+		}
+		if got, err := sb.Glob(bg, "etc/*"); err != nil || len(got) != 0 {
+			t.Errorf("Glob(etc/*) = %q, %v; want nothing", got, err)
+		}
+		if got, err := sb.Glob(bg, "*"); err != nil || strings.Contains(strings.Join(got, " "), "pw") {
+			t.Errorf("Glob(*) = %q, %v; a link out must be dropped", got, err)
+		}
+		if _, err := sb.Exec(bg, sandbox.Command{Shell: "pwd", Dir: "etc"}); !errors.Is(err, sandbox.ErrEscape) {
+			t.Errorf("Exec in etc: %v, want ErrEscape", err)
+		}
+		// A link inside the root is followed.
+		if err := sb.Write(bg, "inside/f", []byte("in")); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := sb.Read(bg, "d/f"); err != nil || string(b) != "in" {
+			t.Errorf("through an inner link: %q, %v", b, err)
+		}
+	})
+}
+
+// A link swapped between a directory inside and /etc while reads go on
+// never yields /etc's content (the helper's os.Root guard; the fallback
+// resolves then acts and is not held to this).
+func TestSymlinkSwap(t *testing.T) {
+	sb := newSB(t, container.Options{})
+	if err := sb.Write(bg, "safe/passwd", []byte("inside")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	go func() {
+		_, _ = sb.Exec(ctx, sandbox.Command{Shell: "while :; do ln -sfn /etc sw; ln -sfn safe sw; done", Timeout: time.Minute})
+	}()
+	deadline := time.Now().Add(3 * time.Second)
+	inside, escapes := 0, 0
+	for time.Now().Before(deadline) {
+		b, err := sb.Read(bg, "sw/passwd")
+		switch {
+		case err == nil && string(b) == "inside":
+			inside++
+		case err == nil:
+			t.Fatalf("read through a swapped link returned %q", b[:min(len(b), 20)])
+		case errors.Is(err, sandbox.ErrEscape):
+			escapes++
+		}
+	}
+	if inside == 0 || escapes == 0 {
+		t.Logf("swap race observed %d inside reads and %d refusals", inside, escapes)
+	}
+}
+
+// Reconnect finds the container by its identity label alone.
+func TestReconnect(t *testing.T) {
+	needDocker(t)
+	name := uniqueName("hutch-rc")
+	// A container whose name contains ours but carries no label.
+	similar := docker(t, "run", "-d", "--name", name+"-similar", "--entrypoint", "/bin/sh", testImage, "-c", "sleep 600")
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", similar).Run() })
+
+	sb1 := newSB(t, container.Options{Name: name, Reconnect: true})
+	if err := sb1.Write(bg, "kept.txt", []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	id := sb1.ID()
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
+	if strings.HasPrefix(similar, id) || strings.HasPrefix(id, similar) {
+		t.Fatalf("reconnect picked the unlabelled container %s", similar)
+	}
+	if err := sb1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if state := docker(t, "inspect", "--format", "{{.State.Running}}", id); state != "true" {
+		t.Fatalf("Close with Reconnect must keep the container running, state %s", state)
+	}
+	sb2 := newSB(t, container.Options{Name: name, Reconnect: true})
+	if b, err := sb2.Read(bg, "kept.txt"); err != nil || string(b) != "still here" {
+		t.Errorf("second sandbox: %q, %v", b, err)
+	}
+	if sb2.ID() != id {
+		t.Errorf("reconnected to %s, want %s", sb2.ID(), id)
+	}
+	sb2.Close()
+
+	// Stopped: reconnect starts it again (the working directory is a
+	// tmpfs: a stop empties it).
+	docker(t, "kill", id)
+	sb3 := newSB(t, container.Options{Name: name, Reconnect: true})
+	if err := sb3.Write(bg, "again.txt", []byte("again")); err != nil || sb3.ID() != id {
+		t.Errorf("after a stop: %v, id %s, want %s", err, sb3.ID(), id)
+	}
+	sb3.Close()
+
+	// Another runtime's container with the same identity is not ours.
+	other := uniqueName("hutch-rc")
+	foreign := docker(t, "run", "-d", "--name", other, "--label", container.LabelID+"="+other,
+		"--label", container.LabelRuntime+"=podman", "--entrypoint", "/bin/sh", testImage, "-c", "sleep 600")
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", foreign).Run() })
+	sb5, err := container.New(container.Options{Image: testImage, Name: other, Reconnect: true, Helper: staticHelper(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sb5.Start(bg)
+	if err == nil || !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("a podman-labelled container must not be reused: %v (id %s)", err, sb5.ID())
+	}
+	sb5.Close()
+
+	// Two labelled: ambiguous.
+	amb := uniqueName("hutch-rc")
+	for i := range 2 {
+		c := docker(t, "run", "-d", "--name", fmt.Sprintf("%s-%d", amb, i), "--label", container.LabelID+"="+amb,
+			"--label", container.LabelRuntime+"=docker", "--entrypoint", "/bin/sh", testImage, "-c", "sleep 600")
+		t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", c).Run() })
+	}
+	sb6 := newSB(t, container.Options{Name: amb, Reconnect: true})
+	if _, err := sb6.Read(bg, "x"); err == nil || !strings.Contains(err.Error(), "ambiguous") || !errors.Is(err, sandbox.ErrConfig) {
+		t.Errorf("two labelled containers: %v, want an ambiguous error", err)
+	}
+}
+
+func TestCloseRemoves(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		sb := newSB(t, o)
+		if err := sb.Start(bg); err != nil {
+			t.Fatal(err)
+		}
+		id := sb.ID()
+		if err := sb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := sb.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		if out, err := exec.Command("docker", "inspect", id).CombinedOutput(); err == nil {
+			t.Errorf("container %s still exists after Close: %s", id, out[:min(len(out), 200)])
+		}
+		if _, err := sb.Read(bg, "x"); !errors.Is(err, sandbox.ErrClosed) {
+			t.Errorf("Read after Close: %v", err)
+		}
+	})
+}
+
+// A container killed or removed behind hutch's back gives a clear error,
+// and a new sandbox starts cleanly.
+func TestContainerGone(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		for _, how := range [][]string{{"kill"}, {"rm", "-f"}} {
+			sb := newSB(t, o)
+			if err := sb.Write(bg, "f", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			docker(t, append(how, sb.ID())...)
+			_, err := sb.Read(bg, "f")
+			if !errors.Is(err, container.ErrGone) || !errors.Is(err, sandbox.ErrClosed) || !strings.Contains(err.Error(), "gone") {
+				t.Errorf("after docker %s: %v, want ErrGone", how[0], err)
+			}
+			if _, err := sb.Exec(bg, sandbox.Command{Shell: "true"}); !errors.Is(err, container.ErrGone) {
+				t.Errorf("Exec after docker %s: %v", how[0], err)
+			}
+			if err := sb.Close(); err != nil {
+				t.Errorf("Close of a gone container: %v", err)
+			}
+			fresh := newSB(t, o)
+			if r := run(t, fresh, sandbox.Command{Shell: "echo fresh"}); string(r.Stdout) != "fresh\n" {
+				t.Errorf("a new sandbox: %+v", r)
+			}
+		}
+	})
+}
+
+// A command that kills hutch's helper ends its own call; the next
+// operation gets a new helper.
+func TestHelperKilled(t *testing.T) {
+	sb := newSB(t, container.Options{})
+	_, err := sb.Exec(bg, sandbox.Command{Shell: `for p in /proc/[0-9]*; do
+  case "$(tr '\0' ' ' <$p/cmdline 2>/dev/null)" in "/.hutch/hutch-helper serve "*) kill -9 ${p#/proc/};; esac
+done; sleep 5`})
+	if err == nil {
+		t.Log("the exec outlived its helper's death (its answer was already on the way)")
+	}
+	r := run(t, sb, sandbox.Command{Shell: "echo back"})
+	if string(r.Stdout) != "back\n" {
+		t.Errorf("after the helper died: %+v", r)
+	}
+	if m, why := sb.Mode(); m != container.ModeHelper {
+		t.Errorf("mode %s (%s) after the helper died, want a new helper", m, why)
+	}
+}
+
+// A helper that cannot run in the image (here: not a program at all) makes
+// the sandbox fall back to runtime execs, and say why.
+func TestFallbackWhenHelperCannotRun(t *testing.T) {
+	bogus := t.TempDir() + "/hutch"
+	if err := os.WriteFile(bogus, bytes.Repeat([]byte{0x7f, 'x'}, 64), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb := newSB(t, container.Options{Helper: bogus})
+	if r := run(t, sb, sandbox.Command{Shell: "echo works"}); string(r.Stdout) != "works\n" {
+		t.Errorf("fallback exec: %+v", r)
+	}
+	m, why := sb.Mode()
+	if m != container.ModeCLI || !strings.Contains(why, "helper could not start") {
+		t.Errorf("mode %s (%s), want the fallback with its reason", m, why)
+	}
+}
+
+// Environment values reach commands but no command line and not the
+// container's configuration.
+func TestEnvIsPrivate(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		o.Env = map[string]string{"HUTCH_TOKEN": "tok-7f3a9c"}
+		sb := newSB(t, o)
+		r := run(t, sb, sandbox.Command{Args: []string{"env"}, Env: map[string]string{"EXTRA": "e x"}})
+		if !strings.Contains(string(r.Stdout), "HUTCH_TOKEN=tok-7f3a9c\n") || !strings.Contains(string(r.Stdout), "EXTRA=e x\n") {
+			t.Errorf("env: %q", r.Stdout)
+		}
+		if cfg := docker(t, "inspect", sb.ID()); strings.Contains(cfg, "tok-7f3a9c") {
+			t.Error("the environment value is in the container's configuration")
+		}
+	})
+}
+
+func TestPodman(t *testing.T) {
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed here; podman is optional, so its live tests run only where podman runs (also under CI)")
+	}
+	if err := exec.Command("podman", "image", "exists", testImage).Run(); err != nil {
+		t.Skipf("podman runs but has no image %s (podman import the busybox rootfs to run this test)", testImage)
+	}
+	o := container.Options{Image: testImage, Runtime: container.Podman, Helper: staticHelper(t),
+		RuntimeArgs: []string{"--runtime", "runc", "--cgroup-manager", "cgroupfs"}, OpenFiles: 1024}
+	sb, err := container.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if err := sb.Write(bg, "p.txt", []byte("podman")); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, sb, sandbox.Command{Shell: "cat p.txt; grep CapEff /proc/self/status"})
+	if !strings.HasPrefix(string(r.Stdout), "podman") || !strings.Contains(string(r.Stdout), "0000000000000000") {
+		t.Errorf("podman: %+v", r)
+	}
+}
+
+// A policy's writable directory is the host's, its denied paths stay
+// hidden inside it.
+func TestFromPolicyLive(t *testing.T) {
+	needDocker(t)
+	w := t.TempDir()
+	if err := os.WriteFile(w+"/.env", []byte("SECRET=hunter2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := policy.Default()
+	p.Write = []string{w}
+	p.Deny = append(p.Deny, w+"/.env")
+	o, _, err := container.FromPolicy(p, container.Options{Image: testImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := newSB(t, o)
+	if sb.Root() != w {
+		t.Errorf("root %s, want the policy's directory %s", sb.Root(), w)
+	}
+	if err := sb.Write(bg, "out.txt", []byte("to the host")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(w + "/out.txt"); err != nil || string(b) != "to the host" {
+		t.Errorf("host sees %q, %v", b, err)
+	}
+	r := run(t, sb, sandbox.Command{Shell: "cat .env; echo rc=$?; touch /usr/x 2>/dev/null || echo ro"})
+	if strings.Contains(string(r.Stdout), "hunter2") || !strings.Contains(string(r.Stdout), "ro") {
+		t.Errorf("denied file readable or root writable: %q", r.Stdout)
+	}
+	if b, err := sb.Read(bg, ".env"); err == nil && strings.Contains(string(b), "hunter2") {
+		t.Error("the file tools read a denied file")
+	}
+}
+
+// A start that fails says why, and leaves no container behind.
+func TestStartFailure(t *testing.T) {
+	needDocker(t)
+	name := uniqueName("hutch-fail")
+	sb := newSB(t, container.Options{Image: "hutch-no-such-image:none", Name: name})
+	err := sb.Start(bg)
+	if err == nil || !strings.Contains(err.Error(), "container start failed") {
+		t.Fatalf("Start with a missing image: %v", err)
+	}
+	if out, _ := exec.Command("docker", "ps", "-aq", "--filter", "name="+name).Output(); len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("a failed start left container %s", out)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
+	}
+}

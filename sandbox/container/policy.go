@@ -1,0 +1,111 @@
+package container
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// FromPolicy maps a policy onto container options, starting from base
+// (which names the image, the runtime and anything a policy does not say).
+// The policy is normalized against the current directory first.
+//
+//   - readable paths become read-only binds at the same path, writable
+//     paths read-write binds — except the default system paths
+//     (policy.SystemPaths: /usr, /bin, /etc...), which the image provides;
+//     a readable path inside a writable one needs no bind of its own;
+//   - denied paths that exist inside a bind are masked (an empty directory,
+//     or the null device for a file); denied paths elsewhere are not in
+//     the container at all;
+//   - the network is none or all (an allow-list is an error: only the
+//     isolated tier enforces one); the start directory becomes the working
+//     directory (a bind covers it when it is writable, so the container's
+//     tmpfs does not hide it);
+//   - memory and processes become the container's limits, CPU time, file
+//     size and open files its per-process rlimits; the policy's
+//     environment becomes Options.Env.
+//
+// What a container cannot enforce is returned in plain words, never
+// dropped silently: the nice level, and the gaps of the runtime
+// (HardeningGaps). The policy's timeout is per command: callers pass it
+// as sandbox.Command.Timeout. Errors match sandbox.ErrConfig.
+func FromPolicy(p policy.Policy, base Options) (Options, []string, error) {
+	cwd, _ := os.Getwd()
+	p, err := p.Normalize(cwd)
+	if err != nil {
+		return base, nil, err
+	}
+	o := base
+	o.Binds = slices.Clone(base.Binds)
+	o.Masks = slices.Clone(base.Masks)
+	var notes []string
+	under := func(path string, dirs []string) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return path == d || strings.HasPrefix(path, d+"/") })
+	}
+	for _, w := range p.Write {
+		o.Binds = append(o.Binds, Bind{Source: w, Target: w, Writable: true})
+	}
+	for _, r := range p.Read {
+		if slices.Contains(policy.SystemPaths, r) || under(r, p.Write) {
+			continue
+		}
+		o.Binds = append(o.Binds, Bind{Source: r, Target: r})
+	}
+	bound := make([]string, 0, len(o.Binds))
+	for _, b := range o.Binds {
+		bound = append(bound, b.Target)
+	}
+	for _, d := range p.Deny {
+		if !under(d, bound) {
+			continue // never mounted: the container cannot see it
+		}
+		fi, err := os.Stat(d)
+		if err != nil {
+			continue // nothing there to hide
+		}
+		o.Masks = append(o.Masks, Mask{Target: filepath.ToSlash(d), File: !fi.IsDir()})
+	}
+	switch p.Network {
+	case policy.NetworkAll:
+		o.Network = "all"
+	case policy.NetworkAllow:
+		// Narrowing it to none would break what the policy promises;
+		// widening it to all would open what it closes.
+		return base, nil, configErr("network allow-lists are enforced by the isolated tier only: use --tier isolated, or --network none or all here")
+	default:
+		o.Network = "none"
+	}
+	o.WorkDir = p.Dir
+	l := p.Limits
+	if l.Memory > 0 {
+		o.Memory = int64(l.Memory)
+	}
+	if l.Processes > 0 {
+		o.PidsLimit = l.Processes
+	}
+	if l.CPUTime > 0 {
+		o.CPUTime = l.CPUTime
+	}
+	if l.FileSize > 0 {
+		o.FileSize = int64(l.FileSize)
+	}
+	if l.OpenFiles > 0 {
+		o.OpenFiles = l.OpenFiles
+	}
+	if p.Env != nil {
+		o.Env = sandbox.MergeEnv(base.Env, p.Env)
+	}
+	if p.Nice > 0 {
+		notes = append(notes, fmt.Sprintf("nice %d: a container has no per-command priority; not applied", p.Nice))
+	}
+	n, err := o.normalize()
+	if err != nil {
+		return base, nil, err
+	}
+	return n, append(notes, n.HardeningGaps()...), nil
+}

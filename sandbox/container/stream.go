@@ -1,0 +1,488 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// errLost: the stream to the helper ended under an operation.
+var errLost = errors.New("the connection to hutch's helper in the container was lost")
+
+// isLost reports an error that may mean the container went away: the
+// helper's stream ended, or the runtime's exec failed.
+func isLost(err error) bool { return errors.Is(err, errLost) || errors.Is(err, errRuntime) }
+
+// helloTimeout bounds the wait for the helper's first frame.
+const helloTimeout = 30 * time.Second
+
+// helperGrace is how long past a command's timeout the host waits for the
+// helper's report before giving the command up.
+const helperGrace = 30 * time.Second
+
+// streamConn is the host's end of one helper session: the runtime's
+// `exec -i` process, whose stdin and stdout carry the frames.
+type streamConn struct {
+	cmd    *exec.Cmd
+	fw     *helper.FrameWriter
+	stderr *sandbox.TailBuffer // the helper's own messages, for errors
+	errMu  sync.Mutex
+
+	mu     sync.Mutex
+	ops    map[uint64]*clientOp
+	nextID uint64
+	dead   error
+	done   chan struct{}
+}
+
+// clientOp is one operation waiting for its response.
+type clientOp struct {
+	res     chan helper.StreamResponse
+	data    []byte // read, glob
+	dataMax int
+	// exec only:
+	stdout, stderr *helper.Inbox
+	stdin          *helper.Window
+}
+
+// dial starts the helper with args and waits for its hello.
+func dial(ctx context.Context, prog string, args []string, root string) (*streamConn, error) {
+	c := exec.Command(prog, args...)
+	in, err := c.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	sc := &streamConn{cmd: c, fw: helper.NewFrameWriter(in), stderr: &sandbox.TailBuffer{Max: 4096},
+		ops: map[uint64]*clientOp{}, done: make(chan struct{})}
+	c.Stderr = writerFunc(func(p []byte) (int, error) {
+		sc.errMu.Lock()
+		defer sc.errMu.Unlock()
+		return sc.stderr.Write(p)
+	})
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	fr := helper.NewFrameReader(out)
+	hello := make(chan error, 1)
+	go func() {
+		f, err := fr.ReadFrame()
+		if err == nil && f.Type != helper.FrameHello {
+			err = fmt.Errorf("%w: first frame is %v, not hello", helper.ErrProtocol, f.Type)
+		}
+		var h helper.Hello
+		if err == nil {
+			err = helper.DecodeJSON(f.Payload, &h)
+		}
+		if err == nil && h.Version != helper.StreamVersion {
+			err = fmt.Errorf("the helper in the container speaks protocol %d, this program %d (a container made by another hutch version?)", h.Version, helper.StreamVersion)
+		}
+		hello <- err
+		if err == nil {
+			sc.readLoop(fr)
+		}
+	}()
+	timer := time.NewTimer(helloTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-hello:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = errors.New("no answer from the helper")
+	}
+	if err != nil {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+		if msg := sc.helperSays(); msg != "" {
+			err = fmt.Errorf("%v: %s", err, msg)
+		}
+		return nil, err
+	}
+	go func() {
+		werr := c.Wait()
+		sc.fail(fmt.Errorf("%w: the helper exited (%v)", errLost, werr))
+	}()
+	return sc, nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// helperSays is the last line the helper (or the runtime) printed on
+// stderr.
+func (sc *streamConn) helperSays() string {
+	sc.errMu.Lock()
+	defer sc.errMu.Unlock()
+	msg := strings.TrimSpace(string(sc.stderr.Bytes()))
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+		msg = msg[i+1:]
+	}
+	return msg
+}
+
+func (sc *streamConn) alive() bool {
+	if sc == nil {
+		return false
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.dead == nil
+}
+
+// fail ends the session: every waiting operation gets err.
+func (sc *streamConn) fail(err error) {
+	sc.mu.Lock()
+	if sc.dead != nil {
+		sc.mu.Unlock()
+		return
+	}
+	if msg := sc.helperSays(); msg != "" && !errors.Is(err, sandbox.ErrClosed) {
+		err = fmt.Errorf("%w: %s", err, msg)
+	}
+	sc.dead = err
+	close(sc.done)
+	sc.mu.Unlock()
+	_ = sc.cmd.Process.Kill() // the helper sees EOF and ends its commands
+}
+
+func (sc *streamConn) close(err error) { sc.fail(err) }
+
+// readLoop hands every frame to its operation, in order.
+func (sc *streamConn) readLoop(fr *helper.FrameReader) {
+	for {
+		f, err := fr.ReadFrame()
+		if err == nil {
+			err = sc.deliver(f)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) {
+				err = fmt.Errorf("%w: the stream ended", errLost)
+			} else {
+				err = fmt.Errorf("%w: %v", errLost, err)
+			}
+			sc.fail(err)
+			return
+		}
+	}
+}
+
+func (sc *streamConn) op(id uint64) *clientOp {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.ops[id]
+}
+
+// deliver routes one frame. Frames of an operation the host gave up on are
+// dropped; anything the helper must never send is a protocol error.
+func (sc *streamConn) deliver(f helper.Frame) error {
+	switch f.Type {
+	case helper.FrameResponse:
+		var r helper.StreamResponse
+		if err := helper.DecodeJSON(f.Payload, &r); err != nil {
+			return err
+		}
+		sc.mu.Lock()
+		op := sc.ops[f.ID]
+		delete(sc.ops, f.ID)
+		sc.mu.Unlock()
+		if op != nil {
+			op.res <- r
+		}
+	case helper.FrameData:
+		if op := sc.op(f.ID); op != nil {
+			if op.dataMax == 0 || len(op.data)+len(f.Payload) > op.dataMax {
+				return fmt.Errorf("%w: unexpected data for operation %d", helper.ErrProtocol, f.ID)
+			}
+			op.data = append(op.data, f.Payload...)
+		}
+	case helper.FrameStdout, helper.FrameStderr:
+		if op := sc.op(f.ID); op != nil {
+			if op.stdout == nil {
+				return fmt.Errorf("%w: output for operation %d, which runs no command", helper.ErrProtocol, f.ID)
+			}
+			q := op.stdout
+			if f.Type == helper.FrameStderr {
+				q = op.stderr
+			}
+			return q.Put(f.Payload)
+		}
+	case helper.FrameCredit:
+		if op := sc.op(f.ID); op != nil {
+			stream, n := helper.Credit(f)
+			if op.stdin == nil || stream != helper.FrameStdin {
+				return fmt.Errorf("%w: credit for %v of operation %d", helper.ErrProtocol, stream, f.ID)
+			}
+			return op.stdin.Add(n)
+		}
+	default:
+		return fmt.Errorf("%w: %v frame from the helper", helper.ErrProtocol, f.Type)
+	}
+	return nil
+}
+
+// start registers op under a new id and sends the request.
+func (sc *streamConn) start(op *clientOp, req helper.StreamRequest) (uint64, error) {
+	op.res = make(chan helper.StreamResponse, 1)
+	sc.mu.Lock()
+	if sc.dead != nil {
+		err := sc.dead
+		sc.mu.Unlock()
+		return 0, err
+	}
+	sc.nextID++
+	id := sc.nextID
+	sc.ops[id] = op
+	sc.mu.Unlock()
+	if err := sc.fw.WriteJSON(helper.FrameRequest, id, req); err != nil {
+		sc.fail(fmt.Errorf("%w: %v", errLost, err))
+		return 0, sc.deadErr()
+	}
+	return id, nil
+}
+
+func (sc *streamConn) deadErr() error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.dead
+}
+
+// wait waits for op's response; a cancelled context abandons the
+// operation (its late frames are dropped).
+func (sc *streamConn) wait(ctx context.Context, id uint64, op *clientOp) (helper.StreamResponse, error) {
+	select {
+	case r := <-op.res:
+		return r, r.Err.Error()
+	case <-sc.done:
+		return helper.StreamResponse{}, sc.deadErr()
+	case <-ctx.Done():
+		sc.mu.Lock()
+		delete(sc.ops, id)
+		sc.mu.Unlock()
+		return helper.StreamResponse{}, ctx.Err()
+	}
+}
+
+// call runs one file operation: the request, then (for a write) the
+// content, then the response.
+func (sc *streamConn) call(ctx context.Context, req helper.StreamRequest, dataMax int, content []byte) (helper.StreamResponse, []byte, error) {
+	op := &clientOp{dataMax: dataMax}
+	id, err := sc.start(op, req)
+	if err != nil {
+		return helper.StreamResponse{}, nil, err
+	}
+	if req.Op == "write" {
+		if err := sc.fw.WriteData(helper.FrameData, id, content, helper.MaxFramePayload, true); err != nil {
+			sc.fail(fmt.Errorf("%w: %v", errLost, err))
+			return helper.StreamResponse{}, nil, sc.deadErr()
+		}
+	}
+	res, err := sc.wait(ctx, id, op)
+	if err != nil {
+		return res, nil, err
+	}
+	if int64(len(op.data)) != res.Size {
+		err := fmt.Errorf("%w: %d data bytes for a response of %d", helper.ErrProtocol, len(op.data), res.Size)
+		sc.fail(fmt.Errorf("%w: %v", errLost, err))
+		return res, nil, sc.deadErr()
+	}
+	return res, op.data, nil
+}
+
+func (sc *streamConn) readStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error) {
+	limit := int64(sandbox.MaxFileSize)
+	if max > 0 && max < limit {
+		limit = max
+	}
+	res, data, err := sc.call(ctx, helper.StreamRequest{Op: "read", Path: []byte(rel), Max: max}, int(limit), nil)
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	if res.Info == nil {
+		return nil, sandbox.FileInfo{}, fmt.Errorf("%w: read answered without file information", helper.ErrProtocol)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, *res.Info, nil
+}
+
+func (sc *streamConn) write(ctx context.Context, rel string, data []byte) error {
+	_, _, err := sc.call(ctx, helper.StreamRequest{Op: "write", Path: []byte(rel), Size: int64(len(data))}, 0, data)
+	return err
+}
+
+func (sc *streamConn) stat(ctx context.Context, rel string) (sandbox.FileInfo, error) {
+	res, _, err := sc.call(ctx, helper.StreamRequest{Op: "stat", Path: []byte(rel)}, 0, nil)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	if res.Info == nil {
+		return sandbox.FileInfo{}, fmt.Errorf("%w: stat answered without file information", helper.ErrProtocol)
+	}
+	return *res.Info, nil
+}
+
+// maxGlobBytes bounds a glob answer: every match of MaxGlobResults at the
+// longest path.
+const maxGlobBytes = sandbox.MaxGlobResults * (sandbox.MaxPathLen + 1)
+
+func (sc *streamConn) glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error) {
+	if dirsOnly {
+		pattern += "/"
+	}
+	_, data, err := sc.call(ctx, helper.StreamRequest{Op: "glob", Pattern: []byte(pattern)}, maxGlobBytes, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return []string{}, nil
+	}
+	return strings.Split(string(data), "\x00"), nil
+}
+
+// exec runs one command over the stream: its input is sent within the
+// window the helper credits, its output is credited as it is consumed,
+// and its result comes after the last output frame.
+func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	argv := cmd.Args
+	if cmd.Shell != "" {
+		argv = []string{"/bin/sh", "-c", cmd.Shell}
+	}
+	req := helper.StreamRequest{Op: "exec", Dir: []byte(cmd.Dir), TimeoutMS: cmd.Timeout.Milliseconds(), Stdin: cmd.Stdin != nil}
+	for _, a := range argv {
+		req.Argv = append(req.Argv, []byte(a))
+	}
+	for _, kv := range sandbox.EnvList(cmd.Env) {
+		req.Env = append(req.Env, []byte(kv))
+	}
+	op := &clientOp{stdout: helper.NewInbox(), stderr: helper.NewInbox(), stdin: helper.NewWindow()}
+	begin := time.Now()
+	id, err := sc.start(op, req)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	live := make(chan struct{}) // closed when the caller stops listening
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go sc.consume(&wg, id, helper.FrameStdout, op.stdout, stdout, cmd.Stdout, live)
+	go sc.consume(&wg, id, helper.FrameStderr, op.stderr, stderr, cmd.Stderr, live)
+	if cmd.Stdin != nil {
+		go sc.sendStdin(id, op.stdin, cmd.Stdin)
+	}
+	end := func() {
+		op.stdin.Close()
+		op.stdout.End()
+		op.stderr.End()
+	}
+	// The helper enforces the timeout; this guard only catches a helper
+	// that never reports.
+	guard := time.NewTimer(cmd.Timeout + helperGrace)
+	defer guard.Stop()
+	var res helper.StreamResponse
+	var stop error
+	select {
+	case res = <-op.res:
+	case <-sc.done:
+		end()
+		return sandbox.Result{}, sc.deadErr()
+	case <-guard.C:
+		stop = fmt.Errorf("%w: the helper did not report the command's end %v after its timeout", errLost, helperGrace)
+	case <-ctx.Done():
+		stop = ctx.Err()
+	}
+	if stop != nil {
+		// Stop the command; keep crediting its output until its response
+		// (or the end of the session), so the helper never waits on us.
+		close(live)
+		_ = sc.fw.WriteFrame(helper.FrameCancel, id, nil)
+		go func() {
+			select {
+			case <-op.res:
+			case <-sc.done:
+			}
+			end()
+		}()
+		return sandbox.Result{}, stop
+	}
+	end()
+	wg.Wait()
+	if err := res.Err.Error(); err != nil {
+		return sandbox.Result{}, err
+	}
+	out := captured(begin, stdout, stderr)
+	out.TimedOut = res.TimedOut
+	if st := res.Status; st != nil {
+		out.ExitCode = st.ExitCode
+		if st.Signal != 0 {
+			out.ExitCode, out.Signal = 128+st.Signal, unix.SignalName(unix.Signal(st.Signal))
+		}
+	}
+	return out, nil
+}
+
+// consume feeds one output stream into its bounded buffer (and the live
+// writer while the caller listens), crediting each chunk back.
+func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType, in *helper.Inbox, buf *sandbox.TailBuffer, w io.Writer, live chan struct{}) {
+	defer wg.Done()
+	liveOK := w != nil
+	for {
+		chunk, ok := in.Next()
+		if !ok {
+			return
+		}
+		_, _ = buf.Write(chunk)
+		if liveOK {
+			select {
+			case <-live:
+				liveOK = false
+			default:
+				if _, err := w.Write(chunk); err != nil {
+					liveOK = false // as with a closed pipe: stop copying
+				}
+			}
+		}
+		_ = sc.fw.WriteFrame(helper.FrameCredit, id, helper.CreditPayload(t, len(chunk)))
+	}
+}
+
+// sendStdin sends the command's input within its window, then a close.
+// A reader that blocks keeps this goroutine until it returns (as with
+// os/exec).
+func (sc *streamConn) sendStdin(id uint64, win *helper.Window, r io.Reader) {
+	buf := make([]byte, helper.StreamChunk)
+	for {
+		n := win.Take(helper.StreamChunk)
+		if n == 0 {
+			return // the command is over
+		}
+		k, err := r.Read(buf[:n])
+		if k < n {
+			_ = win.Add(n - k)
+		}
+		if k > 0 && sc.fw.WriteFrame(helper.FrameStdin, id, buf[:k]) != nil {
+			return
+		}
+		if err != nil {
+			_ = sc.fw.WriteFrame(helper.FrameClose, id, []byte{byte(helper.FrameStdin)})
+			return
+		}
+	}
+}
