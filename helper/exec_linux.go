@@ -27,6 +27,7 @@ import (
 // while nothing the command runs ever holds more than the command.
 func execMain() int {
 	runtime.LockOSThread() // capabilities are per thread: fork from this one
+	dropSignals()          // PID 1 of the command's namespace: see dropSignals
 	// Not dumpable: the command (same uid, no capability) cannot reach this
 	// process through /proc — its descriptors, memory or threads — and so
 	// cannot reopen the status pipe to forge its own result.

@@ -26,6 +26,9 @@ func initMain() int {
 	// must never reach a command the init starts, nor through /proc:
 	// a non-dumpable init is out of reach of the (capability-less) commands.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// PID 1 of the sandbox, and the starter of a one-shot run's command:
+	// see dropSignals.
+	dropSignals()
 	conn := NewConn(3)
 	var req Request
 	files, err := conn.Recv(&req)

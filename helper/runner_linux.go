@@ -26,9 +26,13 @@ import (
 // command at a time; when that command ends it kills every other process
 // of its namespace (PID 1 may signal them all) and reaps them before it
 // reports, so nothing a command started outlives it — as with a namespace
-// per command. A timeout or cancel kills the runner itself, which ends its
-// namespace; the init starts a fresh runner for the next command. While
-// the runner is busy, a concurrent command takes the exec helper path.
+// per command. A command cannot raise the runner's limits, but it can
+// lower them (or its priority) from outside: the runner then retires after
+// that command (see runnerState), so nothing a command does to it binds
+// the next one. A timeout or cancel kills the runner itself, which ends
+// its namespace; the init starts a fresh runner for the next command.
+// While the runner is busy, a concurrent command takes the exec helper
+// path.
 
 // runnerMinOpenFiles is the smallest open-files limit under which a runner
 // still has the descriptors it needs for itself; below it, commands take
@@ -44,18 +48,7 @@ func runnerMain() int {
 	// Not dumpable: commands (same uid, no capability) cannot reach this
 	// process's descriptors or memory through /proc.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// Commands share this namespace; the signals they may send PID 1 (not
-	// SIGKILL or SIGSTOP, which the kernel keeps from it) are caught and
-	// dropped. Caught, not ignored: an ignored signal would stay ignored
-	// in the commands, and SIGXFSZ or SIGPIPE must still stop them.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
-		syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGPROF)
-	go func() {
-		for range sigs {
-		}
-	}()
+	dropSignals()
 	conn := NewConn(3)
 	var req Request
 	files, err := conn.Recv(&req)
@@ -66,6 +59,11 @@ func runnerMain() int {
 	job := *req.Job
 	if err := confine(job); err != nil {
 		_ = conn.Send(Response{ID: req.ID, Err: ToWire(fmt.Errorf("confining the runner: %w", err))})
+		return 1
+	}
+	clean, err := readRunnerState()
+	if err != nil {
+		_ = conn.Send(Response{ID: req.ID, Err: ToWire(fmt.Errorf("reading the runner's state: %w", err))})
 		return 1
 	}
 	if err := conn.Send(Response{ID: req.ID}); err != nil {
@@ -82,7 +80,53 @@ func runnerMain() int {
 		if err := conn.Send(res); err != nil || res.Done {
 			return 0
 		}
+		// runOne ended every process of this namespace, and no other can
+		// reach the runner: its state cannot change before the next
+		// command. So it is checked here, after the answer, off the
+		// command's path; a runner that was changed leaves without taking
+		// another command, and says so with its exit status.
+		if !clean.intact() {
+			return runnerRetired
+		}
 	}
+}
+
+// runnerRetired is the runner's exit status when it left, after answering,
+// because a command changed it: the command the init sent it next (if
+// any) never ran, and goes to a fresh runner.
+const runnerRetired = 3
+
+// droppedSignals are the signals dropSignals catches: every one the Go
+// runtime would die of, or keep ignored from its parent, or leave at a
+// default that stops a process. The rest (SIGCHLD, SIGURG, SIGWINCH,
+// SIGPIPE...) the runtime already survives, and catching them would cost
+// a wake-up each: a runner gets a SIGCHLD for every command.
+var droppedSignals = []os.Signal{
+	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+	syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGTERM, syscall.SIGSTKFLT, syscall.SIGSYS,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM,
+	syscall.SIGPROF, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+}
+
+// dropSignals catches every signal that could end or stop a helper and
+// drops it. Commands share the PID
+// namespace of the helper that started them, and PID 1 gets every signal
+// they send it (but SIGKILL and SIGSTOP, which the kernel keeps from it)
+// that it handles: unless relayed to a channel, the Go runtime dies of a
+// SIGSEGV, SIGBUS, SIGABRT, SIGSYS... sent with kill(2), or SIGTERM, and
+// the command would die with it. Caught, not ignored: a caught signal is
+// back at its default in the commands (exec resets it), an ignored one
+// would stay ignored — and the Go runtime keeps SIGHUP and SIGINT ignored
+// when the process started so (hutch run under nohup, say), so catching
+// them is also what gives commands their default. A fault of the
+// helper's own code is still a crash: the runtime tells the two apart.
+func dropSignals() {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, droppedSignals...)
+	go func() {
+		for range sigs {
+		}
+	}()
 }
 
 // runOne runs one command of the session and ends whatever it started.
@@ -142,6 +186,79 @@ func retiring(job Job) bool {
 	return used >= time.Duration(limit)/2
 }
 
+// runnerState is what of the runner a command can change from outside
+// and the next command would inherit. A command runs as the runner's own
+// user, so without any capability it may still lower the runner's
+// resource limits (prlimit), raise the nice value, change the scheduling
+// policy, utilization clamps and CPU affinity of the thread that starts
+// commands (setpriority, sched_setattr, sched_setaffinity), lower its I/O
+// priority (ioprio_set), and, where Landlock does not keep it from
+// writing /proc, raise its OOM score or its autogroup's nice value. None
+// of that lets it out of the sandbox, but it would bind every later
+// command of the session (a lowered open-files limit even keeps the runner
+// from taking the next command's streams). So the runner records its
+// state once confined and, after each command, retires when anything
+// differs: the next command gets a fresh runner.
+type runnerState struct {
+	limits   [runnerLimits]unix.Rlimit
+	sched    unix.SchedAttr
+	affinity unix.CPUSet
+	ioprio   uintptr
+	proc     string // oom_score_adj and autogroup
+}
+
+// runnerLimits is the number of resource limits Linux has (RLIMIT_CPU
+// through RLIMIT_RTTIME).
+const runnerLimits = unix.RLIMIT_RTTIME + 1
+
+// readRunnerState reads the state of the calling thread and its process.
+// The thread is the locked one that starts commands: scheduling and I/O
+// priority are per thread, and a command inherits them from it.
+func readRunnerState() (runnerState, error) {
+	var st runnerState
+	for r := range st.limits {
+		if err := unix.Getrlimit(r, &st.limits[r]); err != nil {
+			return st, fmt.Errorf("resource limit %d: %w", r, err)
+		}
+	}
+	switch attr, err := unix.SchedGetAttr(0, 0); {
+	case err == nil:
+		st.sched = *attr
+	case errors.Is(err, unix.ENOSYS): // before Linux 3.14: the nice value alone
+		nice, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+		if err != nil {
+			return st, fmt.Errorf("priority: %w", err)
+		}
+		st.sched.Nice = int32(nice)
+	default:
+		return st, fmt.Errorf("scheduling: %w", err)
+	}
+	if err := unix.SchedGetaffinity(0, &st.affinity); err != nil {
+		return st, fmt.Errorf("CPU affinity: %w", err)
+	}
+	const ioprioWhoProcess = 1
+	prio, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, 0, 0)
+	if errno != 0 {
+		return st, fmt.Errorf("I/O priority: %w", errno)
+	}
+	st.ioprio = prio
+	for _, f := range []string{"/proc/self/oom_score_adj", "/proc/self/autogroup"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return st, err
+		}
+		st.proc += string(b) + "\x00"
+	}
+	return st, nil
+}
+
+// intact reports whether the runner's state is still st. A state that
+// cannot be read (a lowered open-files limit, say) is not intact.
+func (st runnerState) intact() bool {
+	now, err := readRunnerState()
+	return err == nil && now == st
+}
+
 // runner is the init's handle on one runner process.
 type runner struct {
 	cmd  *exec.Cmd
@@ -198,16 +315,29 @@ func (r *runner) discard() {
 	r.sock.Close()
 }
 
-// run hands one command to the runner and waits for its status. ok is
-// false when the runner went away (killed on timeout or cancel, or it
-// died): the runner is then of no further use.
-func (r *runner) run(id uint64, job *Job, passed []*os.File) (res Response, ok bool, err error) {
-	if err := r.conn.Send(Request{ID: id, Op: "exec", Job: job}, passed...); err != nil {
-		return res, false, err
+// runOutcome is how a command handed to a runner ended.
+type runOutcome int
+
+const (
+	answered    runOutcome = iota // the runner ran it and answered
+	interrupted                   // the runner went away mid-command (killed on timeout or cancel, or it died)
+	notTaken                      // the runner had retired: the command never ran
+)
+
+// run hands one command to the runner and waits for its status. Unless
+// the outcome is answered (and res.Done is false), the runner is of no
+// further use; it has then also been reaped. The caller keeps its copies
+// of the streams: a command that was not taken goes elsewhere with them.
+func (r *runner) run(id uint64, job *Job, passed []*os.File) (res Response, out runOutcome) {
+	err := r.conn.Send(Request{ID: id, Op: "exec", Job: job}, passed...)
+	if err == nil {
+		if _, err = r.conn.Recv(&res); err == nil {
+			return res, answered
+		}
 	}
-	closeFiles(passed) // the runner has its copies
-	if _, err := r.conn.Recv(&res); err != nil {
-		return res, false, nil
+	r.discard()
+	if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() && ws.ExitStatus() == runnerRetired {
+		return res, notTaken
 	}
-	return res, !res.Done, nil
+	return res, interrupted
 }

@@ -39,6 +39,9 @@ type server struct {
 	// runnerBusy while it runs one.
 	runner     *runner
 	runnerBusy bool
+	// runnerKilled: a timeout or cancel killed the busy runner. Set and
+	// read under mu, so the runner is never kept once anything killed it.
+	runnerKilled bool
 }
 
 // newServer opens the file tools' guard at the policy's start directory,
@@ -116,6 +119,9 @@ func (s *server) handle(req Request, passed []*os.File) {
 		s.mu.Lock()
 		if c := s.execs[req.Target]; c != nil && c.Process != nil {
 			_ = c.Process.Kill()
+			if s.runner != nil && c == s.runner.cmd {
+				s.runnerKilled = true
+			}
 		} else {
 			s.cancelled[req.Target] = true // the exec has not started yet
 		}
@@ -235,31 +241,52 @@ func (s *server) takeRunner() *runner {
 // execInRunner runs one command through the session's runner. A timeout
 // or cancel kills the runner, and with it everything of the command.
 func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.File, res *Response) error {
-	keep := false
-	defer func() {
-		s.mu.Lock()
-		delete(s.execs, req.ID)
-		if !keep {
-			s.runner = nil
-		}
-		s.runnerBusy = false
-		s.mu.Unlock()
-		if !keep {
-			r.discard()
-		}
-	}()
 	s.mu.Lock()
 	s.execs[req.ID] = r.cmd
+	s.runnerKilled = false
 	if s.cancelled[req.ID] {
 		delete(s.cancelled, req.ID)
+		s.runnerKilled = true
 		_ = r.cmd.Process.Kill()
 	}
 	s.mu.Unlock()
-	timedOut := s.killAfter(req.Timeout, r.cmd)
-	out, ok, err := r.run(req.ID, &Job{Argv: job.Argv, Env: job.Env, Dir: job.Dir}, passed)
-	keep = ok
-	if err != nil {
-		return err
+	timedOut := false
+	if req.Timeout > 0 {
+		timer := time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.execs[req.ID] == r.cmd { // not yet answered
+				timedOut, s.runnerKilled = true, true
+				_ = r.cmd.Process.Kill()
+			}
+		})
+		defer timer.Stop()
+	}
+	out, outcome := r.run(req.ID, &Job{Argv: job.Argv, Env: job.Env, Dir: job.Dir}, passed)
+	// Once the command is out of s.execs, no timeout or cancel reaches the
+	// runner: it is kept only when it answered and nothing killed it (a
+	// kill that lands after the answer would otherwise take the next
+	// command with it).
+	s.mu.Lock()
+	delete(s.execs, req.ID)
+	killed := s.runnerKilled
+	keep := outcome == answered && !out.Done && !killed
+	res.TimedOut = timedOut
+	if !keep {
+		s.runner = nil
+	}
+	s.runnerBusy = false
+	s.mu.Unlock()
+	if !keep && outcome == answered {
+		r.discard()
+	}
+	if outcome == notTaken && !killed {
+		// The runner had retired (a command changed it): a fresh one, or
+		// an exec helper, runs this command. The streams are untouched.
+		if r2 := s.takeRunner(); r2 != nil {
+			return s.execInRunner(r2, req, job, passed, res)
+		}
+		return s.execHelper(req, *job, passed, res)
 	}
 	if out.Err != nil {
 		return out.Err.Error()
@@ -268,7 +295,6 @@ func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.Fil
 		out.Status = &Status{Signal: int(syscall.SIGKILL)}
 	}
 	res.Status = out.Status
-	res.TimedOut = timedOut()
 	return nil
 }
 

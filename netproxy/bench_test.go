@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // benchChunk is what one throughput op sends.
@@ -170,7 +172,7 @@ func BenchmarkRelay(b *testing.B) {
 		name string
 		copy func(dst, src net.Conn)
 	}{
-		{"copyHalf", copyHalf},
+		{"copyHalf", func(dst, src net.Conn) { copyHalf(dst, src, idleReader{src, new(atomic.Bool), time.Minute}) }},
 		{"io.Copy", func(dst, src net.Conn) {
 			io.Copy(dst, src)
 			dst.(interface{ CloseWrite() error }).CloseWrite()

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,6 +27,9 @@ const (
 	// MaxBlocked is how many distinct refused host:port strings a Proxy
 	// (and each Recording) keeps; later new ones are not listed.
 	MaxBlocked = 1000
+	// DefaultHalfClosedTimeout bounds how long a tunnel stays open, once
+	// one side has finished sending, while nothing comes from the other.
+	DefaultHalfClosedTimeout = 60 * time.Second
 )
 
 // maxResponseHead bounds the head of an upstream HTTP response.
@@ -57,6 +61,13 @@ type Options struct {
 	// MaxHeadBytes bounds one request head; zero means
 	// DefaultMaxHeadBytes.
 	MaxHeadBytes int
+	// HalfClosedTimeout bounds how long a tunnel (CONNECT or SOCKS5) stays
+	// open after one side has finished sending (a half-close, or a client
+	// that went away) while nothing comes from the other side; each read
+	// from it starts the bound anew. Zero means DefaultHalfClosedTimeout.
+	// Without it, a client that is gone and an upstream that never closes
+	// would hold the tunnel, and a descriptor for each side, for ever.
+	HalfClosedTimeout time.Duration
 }
 
 // Proxy is a filtering egress proxy. On every connection it detects the
@@ -66,7 +77,10 @@ type Options struct {
 // request checked on its own). Every target goes through a Dialer over
 // the List: refused targets get 403 (SOCKS5: reply 0x02) with the reason,
 // and their host:port is reported by Blocked and by each active
-// Recording.
+// Recording. A tunnel lives as long as both sides do; once one side has
+// finished sending, it is closed when the other stays quiet for
+// Options.HalfClosedTimeout (a client that is gone cannot otherwise be
+// told from one that half-closed).
 //
 // What it does not do: authenticate clients (whoever reaches the listener
 // may use it), forward https:// URIs without CONNECT, upgrade plain HTTP
@@ -80,6 +94,7 @@ type Proxy struct {
 	dialer      Dialer
 	headTimeout time.Duration
 	maxHead     int
+	halfClosed  time.Duration
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -101,13 +116,19 @@ func New(list *List, opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("netproxy: negative HeadTimeout %v; use 0 for the default %v", opts.HeadTimeout, DefaultHeadTimeout)
 	case opts.MaxHeadBytes < 0:
 		return nil, fmt.Errorf("netproxy: negative MaxHeadBytes %d; use 0 for the default %d", opts.MaxHeadBytes, DefaultMaxHeadBytes)
+	case opts.HalfClosedTimeout < 0:
+		return nil, fmt.Errorf("netproxy: negative HalfClosedTimeout %v; use 0 for the default %v", opts.HalfClosedTimeout, DefaultHalfClosedTimeout)
 	}
 	p := &Proxy{
 		list:        list,
 		dialer:      Dialer{List: list, Resolver: opts.Resolver, Dial: opts.Dial, Timeout: opts.DialTimeout},
 		headTimeout: opts.HeadTimeout,
 		maxHead:     opts.MaxHeadBytes,
+		halfClosed:  opts.HalfClosedTimeout,
 		recordings:  make(map[*Recording]struct{}),
+	}
+	if p.halfClosed == 0 {
+		p.halfClosed = DefaultHalfClosedTimeout
 	}
 	if p.headTimeout == 0 {
 		p.headTimeout = DefaultHeadTimeout
@@ -460,23 +481,48 @@ func (s *session) tunnel(up net.Conn) {
 		}
 		s.br.Discard(n)
 	}
-	pipe(s.client, up)
+	pipe(s.client, up, s.p.halfClosed)
 }
 
 // pipe copies a to b and b to a. When one side stops sending, the other
-// is told (half-close) and the copy the other way goes on; when a copy
-// fails, both connections are closed.
-func pipe(a, b net.Conn) {
+// is told (half-close) and the copy the other way goes on, for as long as
+// something comes at least every idle; when a copy fails, both
+// connections are closed.
+func pipe(a, b net.Conn, idle time.Duration) {
+	var halfClosed atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		copyHalf(b, a)
+		if copyHalf(b, a, idleReader{a, &halfClosed, idle}) {
+			halfClosed.Store(true)
+			b.SetReadDeadline(time.Now().Add(idle)) // wakes the other copy's read
+		}
 	}()
-	copyHalf(a, b)
+	if copyHalf(a, b, idleReader{b, &halfClosed, idle}) {
+		halfClosed.Store(true)
+		a.SetReadDeadline(time.Now().Add(idle))
+	}
 	<-done
 }
 
-// copyHalf copies src to dst, then closes dst for writing.
+// idleReader reads from c; once halfClosed is set, each read must come
+// within idle.
+type idleReader struct {
+	c          net.Conn
+	halfClosed *atomic.Bool
+	idle       time.Duration
+}
+
+func (r idleReader) Read(b []byte) (int, error) {
+	if r.halfClosed.Load() {
+		r.c.SetReadDeadline(time.Now().Add(r.idle))
+	}
+	return r.c.Read(b)
+}
+
+// copyHalf copies src (read through r) to dst, then closes dst for
+// writing and reports true. When the copy fails (or dst cannot be
+// half-closed), it closes both and reports false.
 //
 // It copies through a pooled 64 KiB buffer, hiding ReadFrom and WriteTo so
 // that io.CopyBuffer does not splice(2): measured on Linux 6.18 over
@@ -484,24 +530,23 @@ func pipe(a, b net.Conn) {
 // noisy), the buffer moved about 1.2 to 2 times the bytes per second that
 // splice did in most runs, and a unix-socket client about 1.5 times. A
 // tunnel holds one buffer per direction while it lives.
-func copyHalf(dst, src net.Conn) {
+func copyHalf(dst, src net.Conn, r io.Reader) bool {
 	bp := copyBuffers.Get().(*[]byte)
-	_, err := io.CopyBuffer(plainWriter{dst}, plainReader{src}, *bp)
+	_, err := io.CopyBuffer(plainWriter{dst}, r, *bp)
 	copyBuffers.Put(bp)
 	if err == nil {
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-			return
+			return true
 		}
 	}
 	dst.Close()
 	src.Close()
+	return false
 }
 
-// plainReader and plainWriter hide every method but Read and Write.
-type (
-	plainReader struct{ io.Reader }
-	plainWriter struct{ io.Writer }
-)
+// plainWriter hides every method but Write (idleReader, on the other
+// side, has only Read).
+type plainWriter struct{ io.Writer }
 
 var copyBuffers = sync.Pool{New: func() any {
 	b := make([]byte, 64<<10)

@@ -82,7 +82,7 @@ func (s *session) serveSOCKS5(ctx context.Context) {
 		}
 		host = string(name)
 	default:
-		s.socksReply(socksAtypNotSupported, nil)
+		s.socksReply(socksAtypNotSupported)
 		return
 	}
 	if _, err := io.ReadFull(s.br, buf[:2]); err != nil {
@@ -91,7 +91,7 @@ func (s *session) serveSOCKS5(ctx context.Context) {
 	port := int(binary.BigEndian.Uint16(buf[:2]))
 	s.endHead()
 	if cmd != socksConnect {
-		s.socksReply(socksCmdNotSupported, nil)
+		s.socksReply(socksCmdNotSupported)
 		return
 	}
 
@@ -101,13 +101,13 @@ func (s *session) serveSOCKS5(ctx context.Context) {
 		if errors.As(err, &r) {
 			s.p.record(r.HostPort())
 		}
-		s.socksReply(socksErrorCode(err), nil)
+		s.socksReply(socksErrorCode(err))
 		return
 	}
 	if !s.setUpstream(up) {
 		return
 	}
-	if !s.socksReply(socksSucceeded, up.LocalAddr()) {
+	if !s.socksReply(socksSucceeded) {
 		return
 	}
 	s.tunnel(up)
@@ -129,24 +129,11 @@ func socksErrorCode(err error) byte {
 	return socksGeneralFailure
 }
 
-// socksReply writes a reply with the bound address (0.0.0.0:0 when nil or
-// not TCP).
-func (s *session) socksReply(code byte, bound net.Addr) bool {
-	ap := netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
-	if t, ok := bound.(*net.TCPAddr); ok {
-		ap = t.AddrPort()
-		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
-	b := make([]byte, 0, 22)
-	b = append(b, socks5Version, code, 0)
-	if ap.Addr().Is4() {
-		b = append(b, socksAtypIPv4)
-	} else {
-		b = append(b, socksAtypIPv6)
-	}
-	b = append(b, ap.Addr().AsSlice()...)
-	b = binary.BigEndian.AppendUint16(b, ap.Port())
-	return s.write(b)
+// socksReply writes a reply. Its bound address is always 0.0.0.0:0: the
+// address the proxy connected from is the host's, which a sandboxed
+// client has no business learning (clients of CONNECT do not use it).
+func (s *session) socksReply(code byte) bool {
+	return s.write([]byte{socks5Version, code, 0, socksAtypIPv4, 0, 0, 0, 0, 0, 0})
 }
 
 // write sends b to the client at once.
