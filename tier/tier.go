@@ -116,7 +116,7 @@ func Check(name string) Status {
 		}
 	case Remote:
 		st.Supported = false
-		st.err = fmt.Errorf("the %s tier is not built yet: use --tier isolated, local or virtual: %w", name, sandbox.ErrUnsupported)
+		st.err = fmt.Errorf("the %s tier is not built yet: use --tier isolated, container, local or virtual: %w", name, sandbox.ErrUnsupported)
 	default:
 		st.Supported = false
 		st.err = fmt.Errorf("%w: unknown tier %q: choose one of %s", sandbox.ErrConfig, name, strings.Join(Names, ", "))
