@@ -604,17 +604,9 @@ func runReaped(r Request, files []*os.File) Response {
 		res.Status = &st
 		return res
 	}
-	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
-		Dir: job.Dir, Env: job.Env, Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
-		Sys: &syscall.SysProcAttr{Setsid: true},
-	})
-	if err != nil {
-		code := 126
-		if errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
-		fmt.Fprintf(files[2], "hutch: %s: %v\n", job.Argv[0], err)
-		res.Status = &Status{Exited: true, ExitCode: code}
+	pid, st, ok := forkCommand(job, prog, &syscall.SysProcAttr{Setsid: true}, files[0], files[1], files[2])
+	if !ok {
+		res.Status = &st
 		return res
 	}
 	closeFiles(files) // the command holds them now
@@ -635,26 +627,11 @@ func runReaped(r Request, files []*os.File) Response {
 // waitFor reaps children (orphans come here too) until pid ends, and
 // returns its status.
 func waitFor(pid int) Status {
-	for {
-		var ws unix.WaitStatus
-		var ru unix.Rusage
-		got, err := unix.Wait4(-1, &ws, 0, &ru)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return Status{Signal: int(syscall.SIGKILL)} // ECHILD: cannot happen
-		}
-		if got != pid {
-			continue
-		}
-		st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
-			CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
-		if ws.Signaled() {
-			st.Signal = int(ws.Signal())
-		}
-		return st
+	st, err := reapUntil(pid)
+	if err != nil {
+		return Status{Signal: int(syscall.SIGKILL)} // ECHILD: cannot happen
 	}
+	return st
 }
 
 // proc is one process as /proc shows it.

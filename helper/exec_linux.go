@@ -27,11 +27,9 @@ import (
 // while nothing the command runs ever holds more than the command.
 func execMain() int {
 	runtime.LockOSThread() // capabilities are per thread: fork from this one
-	dropSignals()          // PID 1 of the command's namespace: see dropSignals
-	// Not dumpable: the command (same uid, no capability) cannot reach this
-	// process through /proc — its descriptors, memory or threads — and so
-	// cannot reopen the status pipe to forge its own result.
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// Out of the command's reach: it cannot reopen the status pipe through
+	// /proc to forge its own result, nor signal this PID 1 away.
+	unreachable()
 	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
 	// fd 4, like every other inherited descriptor, is close-on-exec (Main
 	// saw to it): the command cannot forge its status.
@@ -91,16 +89,9 @@ func findProgram(job Job, stderr *os.File) (prog string, st Status, ok bool) {
 // itself ends, and returns its status. Whatever the command left running
 // is the caller's to end.
 func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started func()) (Status, error) {
-	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
-		Dir: job.Dir, Env: job.Env, Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()},
-	})
-	if err != nil {
-		code := 126
-		if errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
-		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return Status{Exited: true, ExitCode: code}, nil
+	pid, st, ok := forkCommand(job, prog, nil, stdin, stdout, stderr)
+	if !ok {
+		return st, nil
 	}
 	if err := limitMemory(job, pid); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
@@ -109,7 +100,31 @@ func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started 
 	if started != nil {
 		started()
 	}
-	// Reap everything (orphans come to PID 1); report the command itself.
+	return reapUntil(pid)
+}
+
+// forkCommand starts prog with the job's arguments, environment and
+// directory and the given standard streams. When it cannot start, ok is
+// false, a line naming it is on stderr and st carries the shell's 126 (or
+// 127 when it is missing).
+func forkCommand(job Job, prog string, sys *syscall.SysProcAttr, stdin, stdout, stderr *os.File) (pid int, st Status, ok bool) {
+	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
+		Dir: job.Dir, Env: job.Env, Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}, Sys: sys,
+	})
+	if err != nil {
+		code := 126
+		if errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
+		return 0, Status{Exited: true, ExitCode: code}, false
+	}
+	return pid, Status{}, true
+}
+
+// reapUntil reaps every child of this process (orphans come to a PID 1 or
+// a subreaper too) until pid ends, and returns pid's status.
+func reapUntil(pid int) (Status, error) {
 	for {
 		var ws unix.WaitStatus
 		var ru unix.Rusage
@@ -130,6 +145,24 @@ func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started 
 		}
 		return st, nil
 	}
+}
+
+// unreachable puts this helper out of reach of the commands it starts
+// (same user, no capability): not dumpable, so /proc shows them none of
+// its descriptors, memory or threads; and deaf to the signals they may
+// send it (see dropSignals).
+func unreachable() {
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	dropSignals()
+}
+
+// recvStart reads the "start" request that comes first on a helper's
+// socket (fd 3); ok is false when anything else came.
+func recvStart() (conn *Conn, req Request, ok bool) {
+	conn = NewConn(3)
+	files, err := conn.Recv(&req)
+	closeFiles(files)
+	return conn, req, err == nil && req.Op == "start" && req.Job != nil
 }
 
 func fail(code int, format string, args ...any) int {

@@ -23,7 +23,10 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // The argv[0] values that select a helper role. They cannot be confused
@@ -94,6 +97,15 @@ type Status struct {
 	Signal     int    `json:"signal"`
 	CPUMillis  int64  `json:"cpu_ms"`
 	MaxRSSKiB  int64  `json:"max_rss_kib"`
+}
+
+// Report sets how the command ended on r: its exit code, or 128+N and the
+// signal's name when signal N ended it (as a shell reports it).
+func (st Status) Report(r *sandbox.Result) {
+	r.ExitCode = st.ExitCode
+	if st.Signal != 0 {
+		r.ExitCode, r.Signal = 128+st.Signal, unix.SignalName(unix.Signal(st.Signal))
+	}
 }
 
 // Policy and job files carry JSON; decoding is strict.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,40 +22,37 @@ import (
 // is left in the PID namespace.
 func initMain() int {
 	// The control socket (closeInheritedOnExec, run by Main, marked it)
-	// must never reach a command the init starts, nor through /proc:
-	// a non-dumpable init is out of reach of the (capability-less) commands.
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// PID 1 of the sandbox, and the starter of a one-shot run's command:
-	// see dropSignals.
-	dropSignals()
-	conn := NewConn(3)
-	var req Request
-	files, err := conn.Recv(&req)
-	closeFiles(files)
-	if err != nil || req.Op != "start" || req.Job == nil {
+	// must never reach a command the init starts, nor through /proc; and
+	// PID 1 of the sandbox (the starter of a one-shot run's command, too)
+	// must not die of a command's signal.
+	unreachable()
+	conn, req, ok := recvStart()
+	if !ok {
 		return 1
 	}
 	job := *req.Job
-	var proxyListeners []net.Listener
-	if err := setup(job); err != nil {
-		_ = conn.Send(Response{ID: req.ID, Err: &WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}})
+	fail := func(w *WireError) int {
+		_ = conn.Send(Response{ID: req.ID, Err: w})
 		return 1
+	}
+	unsupported := func(err error) *WireError {
+		return &WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}
+	}
+	if err := setup(job); err != nil {
+		return fail(unsupported(err))
 	}
 	if job.Policy.Network == policy.NetworkAllow {
 		// Listening before the sandbox is reported ready: no command can
 		// take the port first.
 		ls, err := listenProxy()
 		if err != nil {
-			_ = conn.Send(Response{ID: req.ID, Err: &WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}})
-			return 1
+			return fail(unsupported(err))
 		}
-		proxyListeners = ls
-		bridge(NewConn(NetFD), proxyListeners)
+		bridge(NewConn(NetFD), ls)
 	}
 	s, err := newServer(conn, job)
 	if err != nil {
-		_ = conn.Send(Response{ID: req.ID, Err: ToWire(fmt.Errorf("building the sandbox: %w", err))})
-		return 1
+		return fail(ToWire(fmt.Errorf("building the sandbox: %w", err)))
 	}
 	if err := conn.Send(Response{ID: req.ID}); err != nil {
 		return 1

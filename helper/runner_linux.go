@@ -45,15 +45,9 @@ const runnerMinOpenFiles = 64
 // command's status when it and everything it started have ended.
 func runnerMain() int {
 	runtime.LockOSThread() // confinement is per thread: start commands from this one
-	// Not dumpable: commands (same uid, no capability) cannot reach this
-	// process's descriptors or memory through /proc.
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	dropSignals()
-	conn := NewConn(3)
-	var req Request
-	files, err := conn.Recv(&req)
-	closeFiles(files)
-	if err != nil || req.Op != "start" || req.Job == nil {
+	unreachable()
+	conn, req, ok := recvStart()
+	if !ok {
 		return 1
 	}
 	job := *req.Job

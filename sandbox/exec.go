@@ -72,6 +72,21 @@ type Result struct {
 	StderrSize      int64
 }
 
+// Captured is a command's result as far as its output goes: what the two
+// buffers kept and counted, and the time since begin. The caller adds how
+// the command ended.
+func Captured(begin time.Time, stdout, stderr *TailBuffer) Result {
+	return Result{
+		Duration:        time.Since(begin),
+		Stdout:          stdout.Bytes(),
+		Stderr:          stderr.Bytes(),
+		StdoutTruncated: stdout.Truncated(),
+		StderrTruncated: stderr.Truncated(),
+		StdoutSize:      stdout.Total(),
+		StderrSize:      stderr.Total(),
+	}
+}
+
 // Status is the exit status a command-line front end should report: 124
 // when the command timed out, otherwise ExitCode (which is 128+N for a
 // command ended by signal N).

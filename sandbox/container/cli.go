@@ -651,25 +651,12 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	if !hdr.started() {
 		return sandbox.Result{}, scriptErr("exec", cmd.Dir, c.ProcessState, hdr.early(), werr)
 	}
-	res := captured(begin, stdout, stderr)
+	res := sandbox.Captured(begin, stdout, stderr)
 	res.ExitCode = c.ProcessState.ExitCode()
 	if timedOut {
 		res.TimedOut, res.ExitCode, res.Signal = true, 137, "SIGKILL"
 	}
 	return res, nil
-}
-
-// captured is a command's result as far as its output goes.
-func captured(begin time.Time, stdout, stderr *sandbox.TailBuffer) sandbox.Result {
-	return sandbox.Result{
-		Duration:        time.Since(begin),
-		Stdout:          stdout.Bytes(),
-		Stderr:          stderr.Bytes(),
-		StdoutTruncated: stdout.Truncated(),
-		StderrTruncated: stderr.Truncated(),
-		StdoutSize:      stdout.Total(),
-		StderrSize:      stderr.Total(),
-	}
 }
 
 // kill ends a running wrapper's tree from a second exec, once its header

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -427,13 +425,10 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	if err := res.Err.Error(); err != nil {
 		return sandbox.Result{}, err
 	}
-	out := captured(begin, stdout, stderr)
+	out := sandbox.Captured(begin, stdout, stderr)
 	out.TimedOut = res.TimedOut
 	if st := res.Status; st != nil {
-		out.ExitCode = st.ExitCode
-		if st.Signal != 0 {
-			out.ExitCode, out.Signal = 128+st.Signal, unix.SignalName(unix.Signal(st.Signal))
-		}
+		st.Report(&out)
 	}
 	return out, nil
 }

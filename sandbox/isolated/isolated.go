@@ -531,16 +531,8 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		return sandbox.Result{}, err
 	}
 	wg.Wait()
-	out := sandbox.Result{
-		Duration:        time.Since(begin),
-		Stdout:          stdout.Bytes(),
-		Stderr:          stderr.Bytes(),
-		StdoutTruncated: stdout.Truncated(),
-		StderrTruncated: stderr.Truncated(),
-		StdoutSize:      stdout.Total(),
-		StderrSize:      stderr.Total(),
-		TimedOut:        res.TimedOut,
-	}
+	out := sandbox.Captured(begin, stdout, stderr)
+	out.TimedOut = res.TimedOut
 	if rec != nil {
 		out.Blocked = rec.Stop()
 	}
@@ -548,10 +540,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 	if st == nil {
 		st = &helper.Status{}
 	}
-	out.ExitCode = st.ExitCode
-	if st.Signal != 0 {
-		out.ExitCode, out.Signal = 128+st.Signal, unix.SignalName(unix.Signal(st.Signal))
-	}
+	st.Report(&out)
 	if out.TimedOut {
 		return out, nil
 	}

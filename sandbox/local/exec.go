@@ -121,15 +121,7 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 		return sandbox.Result{}, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	werr := c.Wait()
-	res := sandbox.Result{
-		Duration:        time.Since(start),
-		Stdout:          stdout.Bytes(),
-		Stderr:          stderr.Bytes(),
-		StdoutTruncated: stdout.Truncated(),
-		StderrTruncated: stderr.Truncated(),
-		StdoutSize:      stdout.Total(),
-		StderrSize:      stderr.Total(),
-	}
+	res := sandbox.Captured(start, stdout, stderr)
 	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok {
 		return res, fmt.Errorf("wait %s: %w", argv[0], werr)
