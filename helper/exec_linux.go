@@ -9,10 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -170,63 +168,18 @@ func fail(code int, format string, args ...any) int {
 	return code
 }
 
-// confine applies every layer that works per process, in an order where
-// each step still has the privilege it needs.
+// confine applies every layer that works per process to the calling
+// thread (which the caller has locked), with confineOps.
 func confine(job Job) error {
-	p := job.Policy
-	if err := setLimits(job); err != nil {
+	b := newBuilder()
+	if err := confineOps(b, job); err != nil {
 		return err
 	}
-	if p.Nice > 0 {
-		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, p.Nice); err != nil {
-			return fmt.Errorf("nice: %w", err)
-		}
-	}
-	if err := restrictPaths(p); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	if err := dropCapabilities(); err != nil {
-		return fmt.Errorf("dropping capabilities: %w", err)
-	}
-	return loadSeccomp()
-}
-
-func setLimits(job Job) error {
-	l := job.Policy.Limits
-	set := func(res int, v uint64, name string) error {
-		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("%s limit: %w", name, err)
-		}
-		return nil
-	}
-	if err := set(unix.RLIMIT_CORE, 0, "core"); err != nil {
+	prog, err := b.build()
+	if err != nil {
 		return err
 	}
-	if l.CPUTime > 0 {
-		secs := uint64((l.CPUTime + 999_999_999) / 1_000_000_000)
-		// SIGXCPU at the limit, SIGKILL a second later for programs that
-		// catch it.
-		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: secs, Max: secs + 1}); err != nil {
-			return fmt.Errorf("cpu limit: %w", err)
-		}
-	}
-	if l.FileSize > 0 {
-		if err := set(unix.RLIMIT_FSIZE, uint64(l.FileSize), "file size"); err != nil {
-			return err
-		}
-	}
-	if l.OpenFiles > 0 {
-		if err := set(unix.RLIMIT_NOFILE, uint64(l.OpenFiles), "open files"); err != nil {
-			return err
-		}
-	}
-	if l.Processes > 0 && !job.PidsByCgroup {
-		// Counted per user namespace: only the sandbox's processes.
-		if err := set(unix.RLIMIT_NPROC, uint64(l.Processes), "processes"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return prog.exec()
 }
 
 // limitMemory bounds the started command's writable private memory (heap,
@@ -244,113 +197,4 @@ func limitMemory(job Job, pid int) error {
 	}
 	v := uint64(l.Memory)
 	return unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: v, Max: v}, nil)
-}
-
-// Landlock filesystem rights by ABI version.
-func landlockRights(abi int) uint64 {
-	n := 13 // ABI 1: execute ... make_sym
-	switch {
-	case abi >= 9:
-		n = 17 // + resolve_unix
-	case abi >= 5:
-		n = 16 // + ioctl_dev
-	case abi >= 3:
-		n = 15 // + truncate
-	case abi >= 2:
-		n = 14 // + refer
-	}
-	return 1<<n - 1
-}
-
-// Rights that make sense on a single file (not a directory).
-const fileRights = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
-
-const readRights = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
-
-// restrictPaths mirrors the policy in a Landlock ruleset: the policy's
-// readable paths read-only, its writable paths and the private /tmp
-// writable, /dev's few devices usable; from ABI 6 also abstract unix
-// sockets and signals scoped to the sandbox. Best effort by kernel ABI
-// (this layer adds to the mount namespace; it is not the only wall).
-//
-// The ruleset is enforced on this thread only — the one that starts the
-// command, which inherits it — with raw system calls: no helper threads,
-// no cgo, nothing to wait on.
-func restrictPaths(p policy.Policy) error {
-	abi, err := llsys.LandlockGetABIVersion()
-	if err != nil || abi < 1 {
-		return nil // no Landlock in this kernel: hutch check says so
-	}
-	handled := landlockRights(abi)
-	attr := llsys.RulesetAttr{HandledAccessFS: handled}
-	if abi >= 6 {
-		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
-	}
-	rs, err := llsys.LandlockCreateRuleset(&attr, 0)
-	if err != nil {
-		return fmt.Errorf("creating the ruleset: %w", err)
-	}
-	defer unix.Close(rs)
-	add := func(paths []string, access uint64) error {
-		for _, path := range paths {
-			fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-			if err != nil {
-				continue // not in the sandbox
-			}
-			var st unix.Stat_t
-			allowed := access & handled
-			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				allowed &= fileRights
-			}
-			err = llsys.LandlockAddPathBeneathRule(rs, &llsys.PathBeneathAttr{AllowedAccess: allowed, ParentFd: fd}, 0)
-			unix.Close(fd)
-			if err != nil {
-				return fmt.Errorf("rule for %s: %w", path, err)
-			}
-		}
-		return nil
-	}
-	for _, r := range []struct {
-		paths  []string
-		access uint64
-	}{
-		{append([]string{"/proc"}, p.Read...), readRights},
-		{append([]string{"/tmp", "/dev/shm"}, p.Write...), handled},
-		{[]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}, readRights | llsys.AccessFSWriteFile},
-	} {
-		if err := add(r.paths, r.access); err != nil {
-			return err
-		}
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return err
-	}
-	return llsys.LandlockRestrictSelf(rs, 0)
-}
-
-// dropCapabilities leaves the command no capability, now or after execve:
-// the bounding and ambient sets are emptied, the securebits stop root from
-// regaining capabilities at exec, and the thread's own sets are cleared.
-func dropCapabilities() error {
-	last := 40
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &last)
-	}
-	for c := 0; c <= last; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("bounding set: %w", err)
-		}
-	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("ambient set: %w", err)
-	}
-	// NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked, and
-	// KEEP_CAPS locked off.
-	const bits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
-	if err := unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0); err != nil {
-		return fmt.Errorf("securebits: %w", err)
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	return unix.Capset(&hdr, &data[0])
 }

@@ -1,9 +1,6 @@
 package helper
 
 import (
-	"fmt"
-	"unsafe"
-
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
@@ -124,32 +121,4 @@ func Program() ([]bpf.Instruction, error) {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
 		bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)},
 	}, body...), nil
-}
-
-// loadSeccomp installs Filter on every thread of the process. The library's
-// program lets system calls of any other ABI through (its architecture
-// check jumps to the default action, here Allow): the i386 ABI (int $0x80)
-// would reach every denied call. So the program is prefixed with a check
-// that kills the process on any foreign architecture.
-func loadSeccomp() error {
-	prog, err := Program()
-	if err != nil {
-		return err
-	}
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return err
-	}
-	filters := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return err
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		return fmt.Errorf("loading the seccomp filter: %w", errno)
-	}
-	return nil
 }

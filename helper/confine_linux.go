@@ -1,0 +1,192 @@
+package helper
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// confineOps appends the layers that work per process, in an order where
+// each step still has the privilege it needs: resource limits, priority,
+// a Landlock ruleset (with no_new_privs), every capability dropped, the
+// seccomp filter. They bind the calling thread and what it starts; the
+// program runs inside the sandbox's root (the paths are the sandbox's).
+func confineOps(b *builder, job Job) error {
+	b.limits(job)
+	if n := job.Policy.Nice; n > 0 {
+		b.call("nice", unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, uintptr(n))
+	}
+	b.landlock(job)
+	b.dropCapabilities()
+	return b.seccomp()
+}
+
+// limits appends the policy's resource limits that rlimits enforce.
+func (b *builder) limits(job Job) {
+	l := job.Policy.Limits
+	set := func(res int, cur, max uint64, name string) {
+		b.call(name+" limit", unix.SYS_PRLIMIT64, 0, uintptr(res), ptr(b, &unix.Rlimit{Cur: cur, Max: max}), 0)
+	}
+	set(unix.RLIMIT_CORE, 0, 0, "core")
+	if l.CPUTime > 0 {
+		// SIGXCPU at the limit, SIGKILL a second later for programs that
+		// catch it.
+		secs := uint64((l.CPUTime + 999_999_999) / 1_000_000_000)
+		set(unix.RLIMIT_CPU, secs, secs+1, "cpu")
+	}
+	if l.FileSize > 0 {
+		set(unix.RLIMIT_FSIZE, uint64(l.FileSize), uint64(l.FileSize), "file size")
+	}
+	if l.OpenFiles > 0 {
+		set(unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles), "open files")
+	}
+	if l.Processes > 0 && !job.PidsByCgroup {
+		// Counted per user namespace: only the sandbox's processes.
+		set(unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes), "processes")
+	}
+}
+
+// Landlock filesystem rights by ABI version.
+func landlockRights(abi int) uint64 {
+	n := 13 // ABI 1: execute ... make_sym
+	switch {
+	case abi >= 9:
+		n = 17 // + resolve_unix
+	case abi >= 5:
+		n = 16 // + ioctl_dev
+	case abi >= 3:
+		n = 15 // + truncate
+	case abi >= 2:
+		n = 14 // + refer
+	}
+	return 1<<n - 1
+}
+
+// Rights that make sense on a single file (not a directory).
+const fileRights = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+
+const readRights = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+
+// landlock appends a Landlock ruleset mirroring the policy: its readable
+// paths read-only, its writable paths and the private /tmp writable,
+// /dev's few devices usable; from ABI 6 also abstract unix sockets and
+// signals scoped to the sandbox. Best effort by kernel ABI (this layer
+// adds to the mount namespace; it is not the only wall): nothing when
+// the kernel has no Landlock (hutch check says so). A path missing in the
+// sandbox gets no rule.
+func (b *builder) landlock(job Job) {
+	p := job.Policy
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return
+	}
+	handled := landlockRights(abi)
+	attr := &llsys.RulesetAttr{HandledAccessFS: handled}
+	if abi >= 6 {
+		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	rs := b.slot()
+	b.call("landlock: creating the ruleset", unix.SYS_LANDLOCK_CREATE_RULESET, ptr(b, attr), unsafe.Sizeof(*attr), 0).out = rs
+	for _, r := range []struct {
+		paths  []string
+		access uint64
+	}{
+		{append([]string{"/proc"}, p.Read...), readRights},
+		{append([]string{"/tmp", "/dev/shm"}, p.Write...), handled},
+		{[]string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}, readRights | llsys.AccessFSWriteFile},
+	} {
+		for _, path := range r.paths {
+			b.landlockRule(rs, path, r.access&handled)
+		}
+	}
+	b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	b.call("landlock: enforcing the ruleset", unix.SYS_LANDLOCK_RESTRICT_SELF, 0, 0).in[0] = rs
+	b.close(rs)
+}
+
+// landlockRule appends a rule granting access beneath path (only the
+// rights that make sense on a file, when it is not a directory).
+func (b *builder) landlockRule(rs uint8, path string, access uint64) {
+	what := "landlock: rule for " + path
+	fd := b.slot()
+	start := b.mark()
+	b.call(what, unix.SYS_OPENAT, cwd, b.str(path), unix.O_PATH|unix.O_CLOEXEC).out = fd
+	rule := func(allowed uint64) {
+		attr := &pathBeneath{allowed: allowed}
+		o := b.call(what, unix.SYS_LANDLOCK_ADD_RULE, 0, unix.LANDLOCK_RULE_PATH_BENEATH, ptr(b, attr), 0)
+		o.in[0], o.patch, o.patchFrom = rs, &attr.parentFD, fd
+	}
+	isDir := b.mark()
+	b.add(what, op{kind: opType, in: [6]uint8{fd}, args: [6]uintptr{unix.S_IFDIR}})
+	rule(access)
+	jump := b.mark()
+	b.add(what, op{kind: opJump})
+	b.skipTo(isDir)
+	rule(access & fileRights)
+	b.skipTo(jump)
+	b.close(fd)
+	b.skipTo(start, unix.ENOENT, unix.EACCES, unix.ENOTDIR, unix.ELOOP)
+}
+
+// pathBeneath is the kernel's struct landlock_path_beneath_attr (packed:
+// the kernel reads its first 12 bytes).
+type pathBeneath struct {
+	allowed  uint64
+	parentFD int32
+	_        int32
+}
+
+// dropCapabilities appends leaving the command no capability, now or
+// after execve: the bounding and ambient sets are emptied, the securebits
+// stop root from regaining capabilities at exec, and the thread's own
+// sets are cleared.
+func (b *builder) dropCapabilities() {
+	last := 40
+	if v, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n >= 0 && n < 64 {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		b.call("dropping capabilities: bounding set", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0).okErrs = 1 << unix.EINVAL
+	}
+	b.call("dropping capabilities: ambient set", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0).okErrs = 1 << unix.EINVAL
+	// NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked, and
+	// KEEP_CAPS locked off.
+	const bits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
+	b.call("dropping capabilities: securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, bits, 0, 0, 0)
+	hdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	data := &[2]unix.CapUserData{}
+	b.call("dropping capabilities", unix.SYS_CAPSET, ptr(b, hdr), ptr(b, data))
+}
+
+// seccomp appends installing the filter (Program) on every thread of the
+// process, with no_new_privs.
+func (b *builder) seccomp() error {
+	prog, err := Program()
+	if err != nil {
+		return err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return err
+	}
+	if len(raw) > 0xffff {
+		return fmt.Errorf("seccomp filter too long (%d instructions)", len(raw))
+	}
+	filters := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	b.p.keep = append(b.p.keep, filters)
+	fprog := &unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	b.call("loading the seccomp filter", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, ptr(b, fprog))
+	return nil
+}

@@ -1,0 +1,385 @@
+package helper
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/policy"
+)
+
+type bind struct {
+	path     string // the same path outside and inside
+	writable bool
+	kind     uint32 // S_IFDIR, S_IFREG... of the host path, S_IFLNK for a link
+	link     string // a link's target
+	tree     uint8  // slot of the detached copy of the host path
+}
+
+// devNodes are the devices a sandbox's /dev holds.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// rootProgram makes the program that builds the sandbox's filesystem from
+// the policy, run by a process that is alone in a new mount namespace and
+// still sees the host's files: a root holding only the policy's paths
+// (read-only or writable binds, denied paths masked), a fresh /proc, a
+// minimal /dev and a private /tmp; then the hostname and, unless the
+// network is the host's, a loopback interface that is up.
+//
+// It works with detached mounts (open_tree, mount_setattr, move_mount):
+// every host path is opened and copied while the host's root is still
+// the root, then the process pivots into an empty tmpfs and nothing of
+// the host is reachable by name any more: the rest is built there, where
+// a symbolic link cannot lead outside.
+//
+// Decisions that depend on the host (which paths exist, which are links)
+// are taken here, in ordinary Go; the program checks at run time that
+// each path it opens is still of the type seen here, and fails otherwise.
+func rootProgram(p policy.Policy) (*program, error) {
+	b := newBuilder()
+	size := ""
+	if m := int64(p.Limits.Memory); m > 0 {
+		// tmpfs pages are not counted by the per-process rlimit fallback.
+		size = ",size=" + strconv.FormatInt(m, 10)
+	}
+	b.call("making mounts private", unix.SYS_MOUNT, b.str(""), b.str("/"), 0, unix.MS_REC|unix.MS_PRIVATE, 0)
+
+	binds, rootBind, err := hostBinds(p)
+	if err != nil {
+		return nil, err
+	}
+	for i := range binds {
+		if binds[i].kind != unix.S_IFLNK {
+			binds[i].tree = b.copyTree(binds[i].path, binds[i].kind, binds[i].writable)
+		}
+	}
+	devs := map[string]uint8{}
+	for _, d := range devNodes {
+		if _, err := os.Stat("/dev/" + d); err == nil {
+			t := b.slot()
+			b.call("opening /dev/"+d, unix.SYS_OPEN_TREE, cwd, b.str("/dev/"+d), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = t
+			devs[d] = t
+		}
+	}
+
+	// A /proc of the sandbox's PID namespace, made while the host's /proc
+	// is still in view: the kernel refuses a new /proc in a user
+	// namespace that shows none.
+	proc := b.newMount("proc", "mode=0555", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+
+	// The new root: a copy of the host's root when the policy lists "/",
+	// else an empty tmpfs; mounted on /tmp (any directory will do), made
+	// the root, and the host's root detached.
+	if rootBind != nil {
+		t := b.copyTree("/", unix.S_IFDIR, rootBind.writable)
+		b.call("placing the root", unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str("/tmp"), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = t
+		b.close(t)
+	} else {
+		b.call("mounting the new root", unix.SYS_MOUNT, b.str("tmpfs"), b.str("/tmp"), b.str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, b.str("mode=0755"))
+	}
+	b.call("entering the new root", unix.SYS_CHDIR, b.str("/tmp"))
+	b.call("pivot_root into the sandbox", unix.SYS_PIVOT_ROOT, b.str("."), b.str("."))
+	b.call("detaching the host root", unix.SYS_UMOUNT2, b.str("."), unix.MNT_DETACH)
+	b.call("entering the new root", unix.SYS_CHDIR, b.str("/"))
+
+	// Shorter paths first, so a more specific bind lands on top; the
+	// private /tmp comes before binds below /tmp (which land on it).
+	tmpDone := false
+	for _, bd := range binds {
+		if !tmpDone && bd.path != "/" {
+			b.privateTmp(size)
+			tmpDone = true
+		}
+		b.placeBind(bd)
+	}
+	if !tmpDone {
+		b.privateTmp(size)
+	}
+	for _, r := range p.Read {
+		b.pin(r, p.Write)
+	}
+	b.dev(devs, size)
+	b.proc(proc)
+	for _, d := range p.Deny {
+		b.pin(d, p.Write)
+		b.deny(d)
+	}
+	// The root directory itself (the tmpfs holding the mount points) is
+	// read-only: the sandbox cannot create top-level entries.
+	b.setAttr("making the root read-only", unix.AT_FDCWD, "/", 0, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	b.call("setting the hostname", unix.SYS_SETHOSTNAME, b.str("hutch"), 5)
+	if p.Network != policy.NetworkAll {
+		b.loopbackUp()
+	}
+	return b.build()
+}
+
+// hostBinds lists the policy's paths as they are on the host, shorter
+// paths first. A path missing on the host is left out (the default policy
+// lists /lib32 and friends); one that goes through a symbolic link is
+// refused: a link planted in a writable directory must not redirect a
+// bind, and hutch cannot tell it from one the user meant, so the user
+// names the real path. Only the last element may be a link (/bin ->
+// usr/bin); it is recreated as a link.
+func hostBinds(p policy.Policy) (binds []bind, root *bind, err error) {
+	for i, list := range [][]string{p.Read, p.Write} {
+		for _, path := range list {
+			bd := bind{path: path, writable: i == 1}
+			if path == "/" {
+				if root == nil || bd.writable {
+					root = &bind{path: "/", writable: bd.writable}
+				}
+				continue
+			}
+			fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+				Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+			})
+			switch {
+			case errors.Is(err, unix.ENOENT):
+				continue
+			case errors.Is(err, unix.ELOOP):
+				return nil, nil, fmt.Errorf("policy path %s goes through a symbolic link: give its real path", path)
+			case err != nil:
+				return nil, nil, fmt.Errorf("policy path %s: %w", path, err)
+			}
+			var st unix.Stat_t
+			err = unix.Fstat(fd, &st)
+			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				buf := make([]byte, 4096)
+				var n int
+				n, err = unix.Readlinkat(fd, "", buf)
+				bd.link = string(buf[:max(n, 0)])
+			}
+			unix.Close(fd)
+			if err != nil {
+				return nil, nil, fmt.Errorf("policy path %s: %w", path, err)
+			}
+			bd.kind = st.Mode & unix.S_IFMT
+			binds = append(binds, bd)
+		}
+	}
+	slices.SortStableFunc(binds, func(a, b bind) int { return strings.Count(a.path, "/") - strings.Count(b.path, "/") })
+	return binds, root, nil
+}
+
+// setAttr appends mount_setattr on dirfd/path with the given attributes.
+func (b *builder) setAttr(what string, dirfd int, path string, flags uintptr, set uint64) *op {
+	attr := &unix.MountAttr{Attr_set: set}
+	return b.call(what, unix.SYS_MOUNT_SETATTR, uintptr(dirfd), b.str(path), flags, ptr(b, attr), sizeofMountAttr)
+}
+
+const sizeofMountAttr = unsafe.Sizeof(unix.MountAttr{})
+
+// copyTree appends opening the host path (no symbolic link on the way,
+// of the type seen by hostBinds) and copying its mount tree, read-only
+// unless writable, without set-user-ID files or devices. It returns the
+// slot of the detached copy.
+func (b *builder) copyTree(path string, kind uint32, writable bool) uint8 {
+	fd, tree := b.slot(), b.slot()
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	b.call("opening policy path "+path, unix.SYS_OPENAT2, cwd, b.str(path), ptr(b, how), unix.SizeofOpenHow).out = fd
+	b.add("opening policy path "+path, op{kind: opType, in: [6]uint8{fd}, args: [6]uintptr{uintptr(kind)}})
+	b.call("binding "+path, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH).in[0] = fd
+	b.p.ops[len(b.p.ops)-1].out = tree
+	set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+	if !writable {
+		set |= unix.MOUNT_ATTR_RDONLY
+	}
+	b.setAttr("binding "+path, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, set).in[0] = tree
+	b.close(fd)
+	return tree
+}
+
+// mkdirAll appends creating each directory of path (an existing one is
+// fine), then path itself when dir is set.
+func (b *builder) mkdirAll(path string, dir bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if !dir {
+		parts = parts[:len(parts)-1]
+	}
+	for i := range parts {
+		d := "/" + strings.Join(parts[:i+1], "/")
+		b.call("creating "+d, unix.SYS_MKDIRAT, cwd, b.str(d), 0o755).okErrs = 1 << unix.EEXIST
+	}
+}
+
+// placeBind appends mounting a bind's copy at its path in the new root
+// (or recreating a link).
+func (b *builder) placeBind(bd bind) {
+	switch bd.kind {
+	case unix.S_IFLNK:
+		b.mkdirAll(bd.path, false)
+		// Already present when a parent bind brought it.
+		b.call("linking "+bd.path, unix.SYS_SYMLINKAT, b.str(bd.link), cwd, b.str(bd.path)).okErrs = 1 << unix.EEXIST
+		return
+	case unix.S_IFDIR:
+		b.mkdirAll(bd.path, true)
+	default:
+		b.mkdirAll(bd.path, false)
+		b.call("creating "+bd.path, unix.SYS_MKNODAT, cwd, b.str(bd.path), unix.S_IFREG|0o600, 0).okErrs = 1 << unix.EEXIST
+	}
+	b.call("binding "+bd.path, unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str(bd.path), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = bd.tree
+	b.close(bd.tree)
+}
+
+// privateTmp appends mounting the sandbox's own empty /tmp.
+func (b *builder) privateTmp(size string) {
+	b.mkdirAll("/tmp", true)
+	b.call("mounting /tmp", unix.SYS_MOUNT, b.str("tmpfs"), b.str("/tmp"), b.str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, b.str("mode=1777"+size))
+}
+
+// onItself appends mounting the directory open in slot fd on itself as a
+// copy with the given attributes (the copy is not recursive).
+func (b *builder) onItself(what string, fd uint8, set uint64) {
+	tree := b.slot()
+	b.call(what, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH).in[0] = fd
+	b.p.ops[len(b.p.ops)-1].out = tree
+	b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, set).in[0] = tree
+	o := b.call(what, unix.SYS_MOVE_MOUNT, 0, b.str(""), 0, b.str(""), unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	o.in[0], o.in[2] = tree, fd
+	b.close(tree)
+}
+
+// pin appends making each directory between a writable policy path and
+// path (a denied or nested read-only path below it) a mount point of
+// itself: a mount point cannot be renamed, so no command can move the
+// path's parent away and have the next sandbox with the same policy miss
+// it. A directory that is missing, or is not one, is passed over.
+func (b *builder) pin(path string, writable []string) {
+	for _, w := range writable {
+		if w == path || !strings.HasPrefix(path, strings.TrimSuffix(w, "/")+"/") {
+			continue
+		}
+		for a := filepath.Dir(path); a != w && len(a) > len(w); a = filepath.Dir(a) {
+			fd := b.slot()
+			start := b.mark()
+			b.call("pinning "+a, unix.SYS_OPENAT, cwd, b.str(a), unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC).out = fd
+			b.onItself("pinning "+a, fd, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+			b.close(fd)
+			b.skipTo(start, unix.ENOENT, unix.ENOTDIR, unix.ELOOP)
+		}
+	}
+}
+
+// dev appends the sandbox's /dev: a tmpfs holding only harmless devices
+// (copies of the host's), the usual links, and a /dev/shm of its own;
+// read-only but for /dev/shm.
+func (b *builder) dev(devs map[string]uint8, size string) {
+	b.mkdirAll("/dev", true)
+	b.call("mounting /dev", unix.SYS_MOUNT, b.str("tmpfs"), b.str("/dev"), b.str("tmpfs"), unix.MS_NOSUID|unix.MS_NOEXEC, b.str("mode=0755"))
+	for _, d := range devNodes {
+		t, ok := devs[d]
+		if !ok {
+			continue
+		}
+		dst := "/dev/" + d
+		b.call("creating "+dst, unix.SYS_MKNODAT, cwd, b.str(dst), unix.S_IFREG|0o666, 0)
+		b.call("binding "+dst, unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str(dst), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = t
+		b.close(t)
+	}
+	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
+		b.call("linking /dev/"+l[0], unix.SYS_SYMLINKAT, b.str(l[1]), cwd, b.str("/dev/"+l[0]))
+	}
+	b.call("creating /dev/shm", unix.SYS_MKDIRAT, cwd, b.str("/dev/shm"), 0o1777)
+	b.call("mounting /dev/shm", unix.SYS_MOUNT, b.str("tmpfs"), b.str("/dev/shm"), b.str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, b.str("mode=1777"+size))
+	b.setAttr("making /dev read-only", unix.AT_FDCWD, "/dev", 0, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+}
+
+// proc appends a /proc of the sandbox's own PID namespace: kernel
+// tunables read-only, host controls and kernel internals read-only or
+// hidden (as container runtimes do: with hutch running as root, the
+// sandbox's root would otherwise pass their permission checks).
+func (b *builder) proc(mnt uint8) {
+	const ro = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
+	b.mkdirAll("/proc", true)
+	b.call("mounting /proc", unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str("/proc"), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = mnt
+	b.close(mnt)
+	for _, p := range []string{"sys", "sysrq-trigger", "bus", "fs", "irq"} {
+		fd := b.slot()
+		start := b.mark()
+		b.call("opening /proc/"+p, unix.SYS_OPENAT, cwd, b.str("/proc/"+p), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC).out = fd
+		b.onItself("making /proc/"+p+" read-only", fd, ro)
+		b.close(fd)
+		b.skipTo(start, unix.ENOENT)
+	}
+	for _, p := range []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi", "kmsg"} {
+		fd := b.slot()
+		start := b.mark()
+		b.call("opening /proc/"+p, unix.SYS_OPENAT, cwd, b.str("/proc/"+p), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC).out = fd
+		b.mask("hiding /proc/"+p, fd)
+		b.close(fd)
+		b.skipTo(start, unix.ENOENT)
+	}
+}
+
+// newMount appends making a detached mount of a new filesystem of type
+// fstype (with one "key=value" option, or none) and returns its slot.
+func (b *builder) newMount(fstype, option string, attrs uintptr) uint8 {
+	what := "mounting a new " + fstype
+	fs, mnt := b.slot(), b.slot()
+	b.call(what, unix.SYS_FSOPEN, b.str(fstype), unix.FSOPEN_CLOEXEC).out = fs
+	if k, v, ok := strings.Cut(option, "="); ok && fstype != "proc" {
+		b.call(what, unix.SYS_FSCONFIG, 0, unix.FSCONFIG_SET_STRING, b.str(k), b.str(v), 0).in[0] = fs
+	}
+	b.call(what, unix.SYS_FSCONFIG, 0, unix.FSCONFIG_CMD_CREATE, 0, 0, 0).in[0] = fs
+	o := b.call(what, unix.SYS_FSMOUNT, 0, unix.FSMOUNT_CLOEXEC, attrs)
+	o.in[0], o.out = fs, mnt
+	b.close(fs)
+	return mnt
+}
+
+// mask appends hiding what slot fd holds open: a directory under an empty
+// read-only tmpfs, a file under an empty file nobody may read.
+func (b *builder) mask(what string, fd uint8) {
+	const ro = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
+	tree := b.slot()
+	isDir := b.mark()
+	b.add(what, op{kind: opType, in: [6]uint8{fd}, args: [6]uintptr{unix.S_IFDIR}})
+	mnt := b.newMount("tmpfs", "mode=0755", ro)
+	o := b.call(what, unix.SYS_MOVE_MOUNT, 0, b.str(""), 0, b.str(""), unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	o.in[0], o.in[2] = mnt, fd
+	b.close(mnt)
+	jump := b.mark()
+	b.add(what, op{kind: opJump})
+	b.skipTo(isDir) // not a directory: on to the file's mask
+	const empty = "/.hutch-denied"
+	b.call(what, unix.SYS_MKNODAT, cwd, b.str(empty), unix.S_IFREG, 0).okErrs = 1 << unix.EEXIST
+	b.call(what, unix.SYS_OPEN_TREE, cwd, b.str(empty), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = tree
+	b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro).in[0] = tree
+	o = b.call(what, unix.SYS_MOVE_MOUNT, 0, b.str(""), 0, b.str(""), unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	o.in[0], o.in[2] = tree, fd
+	b.close(tree)
+	b.skipTo(jump)
+}
+
+// deny appends masking a denied path, resolved as the sandbox resolves it
+// (links and all, inside the new root): a link to a denied file leads to
+// the mask, not around it. A path the sandbox cannot see is passed over.
+func (b *builder) deny(path string) {
+	fd := b.slot()
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS}
+	start := b.mark()
+	b.call("denied path "+path, unix.SYS_OPENAT2, cwd, b.str(path), ptr(b, how), unix.SizeofOpenHow).out = fd
+	b.mask("masking "+path, fd)
+	b.close(fd)
+	b.skipTo(start, unix.ENOENT)
+}
+
+// loopbackUp appends bringing up "lo" in the sandbox's own network
+// namespace, which has no other interface: the command can talk to
+// itself, nothing else.
+func (b *builder) loopbackUp() {
+	ifr, _ := unix.NewIfreq("lo")
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING)
+	s := b.slot()
+	b.call("bringing up loopback", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0).out = s
+	b.call("bringing up loopback", unix.SYS_IOCTL, 0, unix.SIOCSIFFLAGS, ptr(b, ifr)).in[0] = s
+	b.close(s)
+}
