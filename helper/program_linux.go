@@ -2,6 +2,7 @@ package helper
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -33,9 +34,10 @@ const slotCount = 256 // a uint8 indexes every slot
 
 // The kinds of op.
 const (
-	opCall = iota // the system call nr with args
-	opType        // fstat slot in[0]; its file type must be args[0]
-	opJump        // skip `skip` ops
+	opCall   = iota // the system call nr with args
+	opType          // fstat slot in[0]; its file type must be args[0]
+	opJump          // skip `skip` ops
+	opExpect        // slot in[0] must hold args[0]
 )
 
 // An op is one step of a program.
@@ -74,6 +76,11 @@ func (p *program) run() (int, uintptr) {
 		switch o.kind {
 		case opJump:
 			i += int(o.skip)
+			continue
+		case opExpect:
+			if p.slots[o.in[0]] != o.args[0] {
+				return i, uintptr(unix.EPIPE)
+			}
 			continue
 		case opType:
 			_, _, e := syscall.RawSyscall(unix.SYS_FSTAT, p.slots[o.in[0]], uintptr(unsafe.Pointer(&p.stat)), 0)
@@ -138,6 +145,7 @@ type builder struct {
 	nextSlot int
 	free     []uint8 // slots whose descriptor was closed
 	overflow bool
+	err      error // a string the kernel would read short: build fails
 }
 
 func newBuilder() *builder { return &builder{p: &program{}, nextSlot: 1} }
@@ -179,8 +187,12 @@ func (b *builder) call(what string, nr uintptr, args ...uintptr) *op {
 	return b.add(what, o)
 }
 
-// str keeps a NUL-terminated copy of s and returns its address.
+// str keeps a NUL-terminated copy of s and returns its address. A NUL
+// inside s (which the kernel would read as its end) fails the build.
 func (b *builder) str(s string) uintptr {
+	if strings.IndexByte(s, 0) >= 0 && b.err == nil {
+		b.err = fmt.Errorf("%q contains a NUL byte", s)
+	}
 	buf := append([]byte(s), 0)
 	b.p.keep = append(b.p.keep, buf)
 	return uintptr(unsafe.Pointer(&buf[0]))
@@ -208,6 +220,9 @@ func (b *builder) skipTo(from int, okErrs ...syscall.Errno) {
 
 // build returns the program, or an error when it outgrew its slots.
 func (b *builder) build() (*program, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
 	if b.overflow {
 		return nil, fmt.Errorf("the sandbox needs more than %d descriptors to build: use fewer policy paths", slotCount-1)
 	}

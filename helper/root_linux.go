@@ -44,6 +44,14 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // each path it opens is still of the type seen here, and fails otherwise.
 func rootProgram(p policy.Policy) (*program, error) {
 	b := newBuilder()
+	if err := b.root(p); err != nil {
+		return nil, err
+	}
+	return b.build()
+}
+
+// root appends rootProgram's steps.
+func (b *builder) root(p policy.Policy) error {
 	size := ""
 	if m := int64(p.Limits.Memory); m > 0 {
 		// tmpfs pages are not counted by the per-process rlimit fallback.
@@ -53,7 +61,7 @@ func rootProgram(p policy.Policy) (*program, error) {
 
 	binds, rootBind, err := hostBinds(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range binds {
 		if binds[i].kind != unix.S_IFLNK {
@@ -118,7 +126,7 @@ func rootProgram(p policy.Policy) (*program, error) {
 	if p.Network != policy.NetworkAll {
 		b.loopbackUp()
 	}
-	return b.build()
+	return nil
 }
 
 // hostBinds lists the policy's paths as they are on the host, shorter

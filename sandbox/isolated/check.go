@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
@@ -40,6 +41,15 @@ func probeNamespaces() error {
 		return fmt.Errorf("%w: cannot create user, mount and PID namespaces (%v); fix: allow unprivileged user namespaces "+
 			"(sysctl user.max_user_namespaces=15000; kernel.unprivileged_userns_clone=1 where it exists; on Ubuntu 24.04 "+
 			"sysctl kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile granting userns to hutch)", sandbox.ErrUnsupported, err)
+	}
+	// The root is built from detached mounts: open_tree and move_mount
+	// (Linux 5.2), mount_setattr (5.12).
+	empty := []byte{0}
+	if _, _, errno := unix.Syscall6(unix.SYS_MOUNT_SETATTR, ^uintptr(0), uintptr(unsafe.Pointer(&empty[0])), 0, 0, 0, 0); errno == unix.ENOSYS {
+		var u unix.Utsname
+		_ = unix.Uname(&u)
+		return fmt.Errorf("%w: this kernel (%s) lacks mount_setattr, which the isolated tier builds its root with; fix: Linux 5.12 or later, or --tier container",
+			sandbox.ErrUnsupported, unix.ByteSliceToString(u.Release[:]))
 	}
 	return nil
 }

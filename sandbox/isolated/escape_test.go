@@ -58,11 +58,30 @@ func (e *env) runWith(t *testing.T, pol policy.Policy, c sandbox.Command) sandbo
 	if c.Timeout == 0 {
 		c.Timeout = 20 * time.Second
 	}
-	r, err := isolated.Run(bg, pol, c)
+	run := isolated.Run
+	if os.Getenv("HUTCH_TEST_VIA_SESSION") == "1" {
+		run = viaSession
+	}
+	r, err := run(bg, pol, c)
 	if err != nil {
 		t.Fatalf("Run(%q %q): %v", c.Shell, c.Args, err)
 	}
 	return r
+}
+
+// viaSession is isolated.Run through a session (New, Exec, Close): with
+// HUTCH_TEST_VIA_SESSION=1 the escape suite attacks the session's init
+// and runner instead of the one-shot's forked PID 1.
+func viaSession(ctx context.Context, pol policy.Policy, c sandbox.Command) (sandbox.Result, error) {
+	if c.Dir != "" {
+		pol.Dir, c.Dir = c.Dir, ""
+	}
+	sb, err := isolated.New(ctx, pol)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer sb.Close()
+	return sb.Exec(ctx, c)
 }
 
 func sh(script string) sandbox.Command { return sandbox.Command{Shell: script} }

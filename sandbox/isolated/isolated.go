@@ -54,6 +54,10 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	if cmd.Dir != "" {
 		pol.Dir, cmd.Dir = cmd.Dir, ""
 	}
+	if pol.Network != policy.NetworkAllow {
+		return runOnce(ctx, pol, cmd)
+	}
+	// An allow-list needs the init's bridge to the proxy: a session.
 	sb, err := New(ctx, pol)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -65,6 +69,66 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	final := l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
 		(l.Memory == 0 || sb.cg != nil && sb.cg.memory) && (l.Processes == 0 || sb.cg != nil && sb.cg.pids)
 	return sb.exec(ctx, cmd, final)
+}
+
+// runOnce is Run without a session: this process forks the sandbox's PID
+// 1 itself (helper.RunOnce), which saves starting a helper process.
+func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
+	pol, job, cg, err := prepare(pol)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	var join func(int) error
+	if cg != nil {
+		defer cg.remove()
+		join = cg.add
+	}
+	return runCommand(ctx, cmd, pol, baseEnv(pol), cg, func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
+		j := job
+		j.Argv, j.Env = spec.Argv, spec.Env
+		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, timeout)
+		if err != nil && errors.Is(err, sandbox.ErrUnsupported) {
+			if serr := Supported(); serr != nil {
+				err = serr
+			}
+		}
+		return st, timedOut, err
+	})
+}
+
+// prepare normalizes pol against the current directory, checks its start
+// directory, and makes the control groups of its limits (nil when none,
+// or when the host has none for hutch). The job describes the sandbox.
+func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
+	cwd, _ := os.Getwd()
+	pol, err := pol.Normalize(cwd)
+	if err != nil {
+		return pol, helper.Job{}, nil, err
+	}
+	if pol.Dir == "/tmp" && !pol.CanWrite("/tmp") {
+		// The private /tmp: fine as a start directory.
+	} else if !pol.CanRead(pol.Dir) {
+		return pol, helper.Job{}, nil, fmt.Errorf("%w: start directory %s is not in the policy", sandbox.ErrConfig, pol.Dir)
+	}
+	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
+	// Memory and process limits go to control groups where hutch may
+	// create them; elsewhere the exec helper falls back to rlimits.
+	cg, cgErr := newCgroup(pol.Limits)
+	if cg != nil {
+		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
+	}
+	if pol.Limits.Processes > 0 && !job.PidsByCgroup && os.Getuid() == 0 {
+		if cg != nil {
+			cg.remove()
+		}
+		if cgErr == nil {
+			cgErr = errors.New("no pids cgroup controller")
+		}
+		// The rlimit fallback does not count processes of the host's
+		// root: refuse rather than run unbounded.
+		return pol, job, nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
+	}
+	return pol, job, cg, nil
 }
 
 // baseEnv is the policy's environment, or PATH, HOME and LANG.
@@ -128,18 +192,18 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	if !helper.Ready() {
 		return nil, fmt.Errorf("%w: the isolated tier re-executes this program as its sandbox helper: call helper.Main() at the start of main (and of TestMain)", sandbox.ErrConfig)
 	}
-	cwd, _ := os.Getwd()
-	pol, err := pol.Normalize(cwd)
+	pol, job, cg, err := prepare(pol)
 	if err != nil {
 		return nil, err
 	}
-	if pol.Dir == "/tmp" && !pol.CanWrite("/tmp") {
-		// The private /tmp: fine as a start directory.
-	} else if !pol.CanRead(pol.Dir) {
-		return nil, fmt.Errorf("%w: start directory %s is not in the policy", sandbox.ErrConfig, pol.Dir)
+	dropGroups := func() {
+		if cg != nil {
+			cg.remove()
+		}
 	}
 	hostEnd, sandboxEnd, err := helper.SocketPair()
 	if err != nil {
+		dropGroups()
 		return nil, err
 	}
 	defer sandboxEnd.Close() // also closed right after the start: see below
@@ -148,39 +212,22 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	var proxy *netproxy.Proxy
 	var netHost, netSandbox *os.File
 	if pol.Network == policy.NetworkAllow {
-		list, err := netproxy.NewList(pol.Hosts, pol.DenyHosts)
-		if err != nil {
+		bad := func(err error) (*Sandbox, error) {
 			hostEnd.Close()
-			return nil, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
-		}
-		if proxy, err = netproxy.New(list, netproxy.Options{Resolver: opts.Resolver}); err != nil {
-			hostEnd.Close()
-			return nil, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
-		}
-		if netHost, netSandbox, err = helper.SocketPair(); err != nil {
-			hostEnd.Close()
+			dropGroups()
 			return nil, err
 		}
+		list, err := netproxy.NewList(pol.Hosts, pol.DenyHosts)
+		if err != nil {
+			return bad(fmt.Errorf("%w: %v", sandbox.ErrConfig, err))
+		}
+		if proxy, err = netproxy.New(list, netproxy.Options{Resolver: opts.Resolver}); err != nil {
+			return bad(fmt.Errorf("%w: %v", sandbox.ErrConfig, err))
+		}
+		if netHost, netSandbox, err = helper.SocketPair(); err != nil {
+			return bad(err)
+		}
 		defer netSandbox.Close()
-	}
-	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
-	// Memory and process limits go to control groups where hutch may
-	// create them; elsewhere the exec helper falls back to rlimits.
-	cg, cgErr := newCgroup(pol.Limits)
-	if cg != nil {
-		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
-	}
-	if pol.Limits.Processes > 0 && !job.PidsByCgroup && os.Getuid() == 0 {
-		hostEnd.Close()
-		if cg != nil {
-			cg.remove()
-		}
-		if cgErr == nil {
-			cgErr = errors.New("no pids cgroup controller")
-		}
-		// The rlimit fallback does not count processes of the host's
-		// root: refuse rather than run unbounded.
-		return nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
 	}
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{helper.InitName}
@@ -199,9 +246,7 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 		if netHost != nil {
 			netHost.Close()
 		}
-		if cg != nil {
-			cg.remove()
-		}
+		dropGroups()
 		return nil, err
 	}
 	startErr := c.Start()
@@ -454,8 +499,54 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 
 // exec runs cmd; final marks a one-shot sandbox's only command.
 func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sandbox.Result, error) {
+	env := baseEnv(s.pol)
+	var rec *netproxy.Recording
+	if s.proxy != nil {
+		env = sandbox.MergeEnv(env, helper.ProxyEnv())
+		rec = s.proxy.Record()
+		defer rec.Stop()
+	}
+	out, err := runCommand(ctx, cmd, s.pol, env, s.cg, func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
+		// The init enforces the timeout. This bound is for an init that
+		// no longer answers at all: the session is closed rather than
+		// waited on.
+		callCtx, cancel := context.WithTimeout(ctx, timeout+hostGrace)
+		defer cancel()
+		res, err := s.call(callCtx, helper.Request{Op: "exec", Job: spec, Timeout: timeout.Milliseconds(), Final: final}, files[0], files[1], files[2])
+		if err != nil && ctx.Err() == nil && callCtx.Err() != nil {
+			go s.Close()
+			err = fmt.Errorf("%w: the sandbox did not end the command %v after its %v timeout, so the sandbox was closed", sandbox.ErrClosed, hostGrace, timeout)
+		}
+		if err != nil {
+			return helper.Status{}, false, fmt.Errorf("isolated exec: %w", err)
+		}
+		if err := res.Err.Error(); err != nil {
+			return helper.Status{}, false, err
+		}
+		var st helper.Status
+		if res.Status != nil {
+			st = *res.Status
+		}
+		return st, res.TimedOut, nil
+	})
+	if err == nil && rec != nil {
+		out.Blocked = rec.Stop()
+	}
+	return out, err
+}
+
+// starter runs the command spec with the given ends of its standard
+// streams (stdin's read end, stdout's and stderr's write ends) and
+// returns how it ended, and whether its timeout did that.
+type starter func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error)
+
+// runCommand runs cmd under pol with start: it validates the command,
+// feeds its stdin, captures (and tees) its output, and makes the Result,
+// with the limit that stopped it when one did. env is the policy's
+// environment, to which cmd.Env adds.
+func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env map[string]string, cg *cgroup, start starter) (sandbox.Result, error) {
 	if cmd.Timeout == 0 {
-		cmd.Timeout = s.pol.Timeout
+		cmd.Timeout = pol.Timeout
 	}
 	cmd, err := cmd.Validate()
 	if err != nil {
@@ -464,10 +555,6 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 	argv := cmd.Args
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
-	}
-	env := baseEnv(s.pol)
-	if s.proxy != nil {
-		env = sandbox.MergeEnv(env, helper.ProxyEnv())
 	}
 	spec := &helper.Job{Argv: argv, Dir: cmd.Dir, Env: sandbox.EnvList(sandbox.MergeEnv(env, cmd.Env))}
 
@@ -498,57 +585,33 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		pipes[0][1].Close()
 	}()
 	var before [2]int64
-	if s.cg != nil {
-		before = s.cg.counts()
-	}
-	var rec *netproxy.Recording
-	if s.proxy != nil {
-		rec = s.proxy.Record()
-		defer rec.Stop()
+	if cg != nil {
+		before = cg.counts()
 	}
 	begin := time.Now()
-	// The init enforces the timeout. This bound is for an init that no
-	// longer answers at all: the session is closed rather than waited on.
-	callCtx, cancel := context.WithTimeout(ctx, cmd.Timeout+hostGrace)
-	defer cancel()
-	res, err := s.call(callCtx, helper.Request{Op: "exec", Job: spec, Timeout: cmd.Timeout.Milliseconds(), Final: final}, pipes[0][0], pipes[1][1], pipes[2][1])
-	if err != nil && ctx.Err() == nil && callCtx.Err() != nil {
-		go s.Close()
-		err = fmt.Errorf("%w: the sandbox did not end the command %v after its %v timeout, so the sandbox was closed", sandbox.ErrClosed, hostGrace, cmd.Timeout)
-	}
+	st, timedOut, err := start(ctx, spec, [3]*os.File{pipes[0][0], pipes[1][1], pipes[2][1]}, cmd.Timeout)
 	// Our copies of the child's ends: close them so the readers see EOF.
 	pipes[0][0].Close()
 	pipes[1][1].Close()
 	pipes[2][1].Close()
 	if err != nil {
 		// Cancelled or the sandbox died: the readers end when the command
-		// does (the init kills it on cancel).
+		// does (it is killed on cancel).
 		go wg.Wait()
-		return sandbox.Result{}, fmt.Errorf("isolated exec: %w", err)
-	}
-	if err := res.Err.Error(); err != nil {
-		wg.Wait()
 		return sandbox.Result{}, err
 	}
 	wg.Wait()
 	out := sandbox.Captured(begin, stdout, stderr)
-	out.TimedOut = res.TimedOut
-	if rec != nil {
-		out.Blocked = rec.Stop()
-	}
-	st := res.Status
-	if st == nil {
-		st = &helper.Status{}
-	}
+	out.TimedOut = timedOut
 	st.Report(&out)
 	if out.TimedOut {
 		return out, nil
 	}
-	if s.cg != nil {
-		out.Limit = s.cg.hitSince(before)
+	if cg != nil {
+		out.Limit = cg.hitSince(before)
 	}
 	if out.Limit == "" {
-		out.Limit = limitFor(out, *st, s.pol.Limits)
+		out.Limit = limitFor(out, st, pol.Limits)
 	}
 	return out, nil
 }

@@ -1,0 +1,485 @@
+package helper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// RunOnce runs job's command once in a fresh sandbox built from its policy
+// and tears the sandbox down: the fast path of a one-shot run, with no
+// helper process to start and nothing to serve.
+//
+// This process forks itself with the sandbox's namespaces; the child runs
+// a program of system calls fixed in advance (see program): it builds
+// the root, confines itself exactly as the init's path does, becomes the
+// PID 1 that starts the command and reaps everything, and reports how
+// the command ended on a pipe. Nothing of the Go runtime runs in the
+// child, so it costs one fork rather than one process start of this
+// binary. join, when set, is called with the child's pid before the child
+// does anything (to move it into control groups).
+//
+// The policy's network must be none or all (an allow-list needs the
+// init's bridge: use a session). timeout, when positive, kills the whole
+// sandbox; so does ctx. timedOut reports the former. err is for a sandbox
+// that could not be built or run (ErrUnsupported, with the reason) or a
+// cancelled ctx; what the command did is in the Status.
+func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join func(pid int) error, timeout time.Duration) (st Status, timedOut bool, err error) {
+	if len(job.Argv) == 0 {
+		return st, false, fmt.Errorf("%w: no command", sandbox.ErrConfig)
+	}
+	if job.Policy.Network == policy.NetworkAllow {
+		return st, false, fmt.Errorf("%w: a network allow-list needs a sandbox session", sandbox.ErrConfig)
+	}
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return st, false, err
+	}
+	defer syncR.Close()
+	defer syncW.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return st, false, err
+	}
+	defer statusR.Close()
+	defer statusW.Close()
+
+	b := newBuilder()
+	fd := func(f *os.File) uint8 {
+		s := b.slot()
+		b.p.slots[s] = f.Fd()
+		return s
+	}
+	sIn, sOut, sErr, sStatus, sSync, sSyncW := fd(stdin), fd(stdout), fd(stderr), fd(statusW), fd(syncR), fd(syncW)
+	// Die with this thread; wait until the host has set the ids and
+	// control groups (a host that failed closes the pipe: EOF).
+	b.call("parent death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	b.close(sSyncW)
+	got, one := b.slot(), new([1]byte)
+	b.call("waiting for the host", unix.SYS_READ, 0, ptr(b, one), 1).in[0] = sSync
+	b.p.ops[len(b.p.ops)-1].out = got
+	b.add("waiting for the host", op{kind: opExpect, in: [6]uint8{got}, args: [6]uintptr{1}})
+	b.close(sSync)
+	b.call("new session", unix.SYS_SETSID)
+	b.retitle(InitName)
+	if err := b.root(job.Policy); err != nil {
+		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, err)
+	}
+	dirOp := b.mark()
+	b.call("start directory "+job.Dir, unix.SYS_CHDIR, b.str(job.Dir))
+	// The command's streams on 0, 1, 2; the status pipe on 3 (closed at
+	// exec); nothing else of this process.
+	var high [4]uint8
+	for i, s := range []uint8{sIn, sOut, sErr, sStatus} {
+		high[i] = b.slot()
+		b.call("standard streams", unix.SYS_FCNTL, 0, unix.F_DUPFD_CLOEXEC, 10).in[0] = s
+		b.p.ops[len(b.p.ops)-1].out = high[i]
+	}
+	for i := range 3 {
+		b.call("standard streams", unix.SYS_DUP3, 0, uintptr(i), 0).in[0] = high[i]
+	}
+	b.call("status pipe", unix.SYS_DUP3, 0, 3, unix.O_CLOEXEC).in[0] = high[3]
+	b.p.ops[len(b.p.ops)-1].out = sStatus
+	b.call("closing inherited descriptors", unix.SYS_CLOSE_RANGE, 4, ^uintptr(0)>>32, 0)
+	// Out of the command's reach: not dumpable (no /proc access to this
+	// PID 1), and every signal stays blocked here.
+	b.call("not dumpable", unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if err := confineOps(b, job); err != nil {
+		return st, false, fmt.Errorf("%w: confining the command: %v", sandbox.ErrUnsupported, err)
+	}
+	p, err := b.build()
+	if err != nil {
+		return st, false, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
+	}
+	x, err := newOneShotExec(job, sStatus)
+	if err != nil {
+		return st, false, err
+	}
+
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if job.Policy.Network != policy.NetworkAll {
+		flags |= unix.CLONE_NEWNET
+	}
+	// The child dies with this thread (PR_SET_PDEATHSIG): keep it until
+	// the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid, errno := forkBlocked(flags, p, x)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(x)
+	if errno != 0 {
+		return st, false, fmt.Errorf("%w: creating the sandbox's namespaces: %v", sandbox.ErrUnsupported, errno)
+	}
+	syncR.Close()
+	statusW.Close()
+	child := int(pid)
+	var killed atomic.Bool
+	kill := func() { _ = unix.Kill(child, unix.SIGKILL) }
+	reap := func() (unix.WaitStatus, error) {
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(child, &ws, 0, nil)
+			if !errors.Is(err, unix.EINTR) {
+				return ws, err
+			}
+		}
+	}
+	abandon := func(err error) (Status, bool, error) {
+		kill()
+		_, _ = reap()
+		return Status{}, false, err
+	}
+	if err := setIDMaps(child, job.HostUID, job.HostGID); err != nil {
+		return abandon(fmt.Errorf("%w: mapping the sandbox's user ids: %v", sandbox.ErrUnsupported, err))
+	}
+	if join != nil {
+		if err := join(child); err != nil {
+			return abandon(err)
+		}
+	}
+	if _, err := syncW.Write([]byte{1}); err != nil {
+		return abandon(fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err))
+	}
+	syncW.Close()
+
+	stop := make(chan struct{})
+	defer close(stop)
+	var timer *time.Timer
+	if timeout > 0 {
+		timer = time.AfterFunc(timeout, func() { killed.Store(true); kill() })
+		defer timer.Stop()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			kill()
+		case <-stop:
+		}
+	}()
+	var rec oneShotRecord
+	_, readErr := io.ReadFull(statusR, unsafe.Slice((*byte)(unsafe.Pointer(&rec)), unsafe.Sizeof(rec)))
+	if timer != nil {
+		timer.Stop()
+	}
+	ws, werr := reap()
+	switch {
+	case killed.Load() && readErr != nil:
+		return Status{Signal: int(unix.SIGKILL)}, true, nil
+	case ctx.Err() != nil && readErr != nil:
+		return st, false, ctx.Err()
+	case readErr != nil:
+		if werr == nil && ws.Signaled() {
+			return st, false, fmt.Errorf("%w: the sandbox's PID 1 was killed by %v before the command ended", sandbox.ErrClosed, ws.Signal())
+		}
+		return st, false, fmt.Errorf("%w: the sandbox ended without a status: %v", sandbox.ErrClosed, readErr)
+	case rec.Kind == recSetup:
+		if rec.Op < 0 {
+			return st, false, fmt.Errorf("%w: starting the command: %v", sandbox.ErrUnsupported, syscall.Errno(rec.Errno))
+		}
+		kind := sandbox.ErrUnsupported
+		if int(rec.Op) == dirOp {
+			kind = sandbox.ErrNotFound
+		}
+		return st, false, fmt.Errorf("%w: building the sandbox: %v", kind, p.failure(int(rec.Op), uintptr(rec.Errno)))
+	}
+	cmd := unix.WaitStatus(rec.Status)
+	st = Status{Exited: cmd.Exited(), ExitCode: cmd.ExitStatus(), MaxRSSKiB: rec.Rusage.Maxrss,
+		CPUMillis: (rec.Rusage.Utime.Nano() + rec.Rusage.Stime.Nano()) / 1e6}
+	if cmd.Signaled() {
+		st.Signal = int(cmd.Signal())
+	}
+	return st, false, nil
+}
+
+// retitle appends overwriting this process's command line (a fork's is
+// its parent's: hutch's own arguments) with title, as /proc shows it.
+// Nothing is done where the kernel does not say where it is.
+func (b *builder) retitle(title string) {
+	area, ok := argArea()
+	start, end := area[0], area[1]
+	if !ok || end <= start || end-start > 1<<20 {
+		return
+	}
+	buf := make([]byte, end-start) // the title, NUL-padded
+	copy(buf[:len(buf)-1], title)
+	b.p.keep = append(b.p.keep, buf)
+	mem := b.slot()
+	b.call("retitling", unix.SYS_OPENAT, cwd, b.str("/proc/self/mem"), unix.O_RDWR|unix.O_CLOEXEC).out = mem
+	b.call("retitling", unix.SYS_PWRITE64, 0, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), start).in[0] = mem
+	b.close(mem)
+}
+
+// argArea is where this process's arguments are in memory (fields 48 and
+// 49 of /proc/self/stat).
+var argArea = sync.OnceValues(func() (area [2]uintptr, ok bool) {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return area, false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return area, false
+	}
+	f := strings.Fields(string(stat[i+1:])) // from field 3
+	if len(f) < 47 {
+		return area, false
+	}
+	s, err1 := strconv.ParseUint(f[45], 10, 64)
+	e, err2 := strconv.ParseUint(f[46], 10, 64)
+	return [2]uintptr{uintptr(s), uintptr(e)}, err1 == nil && err2 == nil
+})
+
+// setIDMaps maps the sandbox's root to the host's uid and gid, as the
+// only ids inside.
+func setIDMaps(pid, uid, gid int) error {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	for _, f := range []struct{ name, text string }{
+		{"uid_map", fmt.Sprintf("0 %d 1\n", uid)},
+		{"setgroups", "deny"},
+		{"gid_map", fmt.Sprintf("0 %d 1\n", gid)},
+	} {
+		if err := os.WriteFile(dir+f.name, []byte(f.text), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// What the sandbox's PID 1 reports on the status pipe.
+const (
+	recEnded = 1 + iota // the command ended: Status and Rusage
+	recSetup            // the sandbox could not be built: Op and Errno
+)
+
+type oneShotRecord struct {
+	Kind   int32
+	Op     int32 // the failing op; -1 when starting the command failed
+	Errno  int64
+	Status int32 // the command's wait status
+	_      int32
+	Rusage unix.Rusage
+}
+
+// oneShotExec is what the child needs to start the command, ready for
+// raw system calls.
+type oneShotExec struct {
+	status uint8 // the program's slot of the status pipe
+	// paths are the command's candidate files, tried in order (a PATH
+	// search done by execve itself, inside the sandbox).
+	paths      []uintptr
+	argv, envp []uintptr
+	dataLimit  unix.Rlimit // RLIMIT_DATA when Max > 0
+	// prefix opens the line written when no candidate could run.
+	prefix  []byte
+	errText [][]byte // errnoText
+	keep    [][]byte
+	rec     oneShotRecord
+	dfl     [4]uintptr // a struct sigaction with SIG_DFL
+	empty   uint64     // an empty signal set
+}
+
+func newOneShotExec(job Job, status uint8) (*oneShotExec, error) {
+	for _, s := range append(append([]string{job.Dir}, job.Argv...), job.Env...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, fmt.Errorf("%w: the command, its directory or its environment contains a NUL byte", sandbox.ErrConfig)
+		}
+	}
+	x := &oneShotExec{status: status, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
+	cstr := func(s string) uintptr {
+		b := append([]byte(s), 0)
+		x.keep = append(x.keep, b)
+		return uintptr(unsafe.Pointer(&b[0]))
+	}
+	for _, c := range candidates(job) {
+		x.paths = append(x.paths, cstr(c))
+	}
+	for _, a := range job.Argv {
+		x.argv = append(x.argv, cstr(a))
+	}
+	x.argv = append(x.argv, 0)
+	for _, e := range job.Env {
+		x.envp = append(x.envp, cstr(e))
+	}
+	x.envp = append(x.envp, 0)
+	if l := job.Policy.Limits; l.Memory > 0 && !job.MemoryByCgroup {
+		x.dataLimit = unix.Rlimit{Cur: uint64(l.Memory), Max: uint64(l.Memory)}
+	}
+	return x, nil
+}
+
+// candidates lists the files the command may be, in the order a shell
+// tries them: the name itself when it has a slash (or is . or ..), else
+// each PATH entry
+// (relative ones from the start directory).
+func candidates(job Job) []string {
+	name, dir := job.Argv[0], job.Dir
+	if strings.Contains(name, "/") || name == "." || name == ".." {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		return []string{name}
+	}
+	pathEnv := sandbox.DefaultPath
+	for _, kv := range job.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	var out []string
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		out = append(out, filepath.Join(d, name))
+	}
+	return out
+}
+
+// errnoText holds the text of each errno, for the child's message.
+var errnoText = sync.OnceValue(func() [][]byte {
+	t := make([][]byte, 134)
+	for i := range t {
+		t[i] = []byte(syscall.Errno(i).Error())
+	}
+	t[unix.ENOENT] = []byte("command not found")
+	return t
+})
+
+// forkBlocked forks this process with flags, all signals blocked around
+// the fork (the child keeps them blocked), and runs the sandbox's PID 1
+// in the child.
+func forkBlocked(flags uintptr, p *program, x *oneShotExec) (uintptr, syscall.Errno) {
+	all, old := ^uint64(0), uint64(0)
+	if _, _, e := syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+		return 0, e
+	}
+	pid, errno := forkChild(flags, p, x)
+	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	return pid, errno
+}
+
+// forkChild is the fork itself. The child never returns from it.
+//
+//go:nosplit
+//go:norace
+func forkChild(flags uintptr, p *program, x *oneShotExec) (uintptr, syscall.Errno) {
+	r, _, e := syscall.RawSyscall6(unix.SYS_CLONE, flags|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 || r != 0 {
+		return r, e
+	}
+	sandboxPID1(p, x)
+	return 0, 0
+}
+
+// sandboxPID1 is the child: it runs the program (root, confinement), then
+// starts the command, reaps every process until the command ends, kills
+// what is left, reports, and exits. Raw system calls only.
+//
+//go:nosplit
+//go:norace
+func sandboxPID1(p *program, x *oneShotExec) {
+	if i, e := p.run(); i >= 0 {
+		report(p, x, recSetup, int32(i), e)
+	}
+	cmd, _, e := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		report(p, x, recSetup, -1, uintptr(e))
+	}
+	if cmd == 0 {
+		startCommand(x)
+	}
+	for {
+		r, _, e := syscall.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&x.rec.Status)), 0, uintptr(unsafe.Pointer(&x.rec.Rusage)), 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 || r == cmd {
+			break
+		}
+	}
+	syscall.RawSyscall(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0)
+	report(p, x, recEnded, 0, 0)
+}
+
+// report writes the record on the status pipe and exits.
+//
+//go:nosplit
+//go:norace
+func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
+	x.rec.Kind, x.rec.Op, x.rec.Errno = kind, op, int64(errno)
+	syscall.RawSyscall(unix.SYS_WRITE, p.slots[x.status], uintptr(unsafe.Pointer(&x.rec)), unsafe.Sizeof(x.rec))
+	code := uintptr(0)
+	if kind != recEnded {
+		code = 1
+	}
+	for {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, code, 0, 0)
+	}
+}
+
+// startCommand is the command's process: default signal dispositions,
+// nothing blocked, then execve of each candidate in turn. When none runs,
+// it says why on stderr and exits with the shell's 127 (not found) or
+// 126.
+//
+//go:nosplit
+//go:norace
+func startCommand(x *oneShotExec) {
+	for sig := uintptr(1); sig <= 64; sig++ {
+		if sig != uintptr(unix.SIGKILL) && sig != uintptr(unix.SIGSTOP) {
+			syscall.RawSyscall6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&x.dfl)), 0, 8, 0, 0)
+		}
+	}
+	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&x.empty)), 0, 8, 0, 0)
+	if x.dataLimit.Max > 0 {
+		syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&x.dataLimit)), 0, 0, 0)
+	}
+	first := uintptr(0)
+	for i := 0; i < len(x.paths); i++ {
+		_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, x.paths[i], uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envp[0])))
+		if first == 0 && e != unix.ENOENT && e != unix.ENOTDIR {
+			first = uintptr(e)
+		}
+	}
+	code := uintptr(126)
+	if first == 0 {
+		first, code = uintptr(unix.ENOENT), 127
+	}
+	write2(x.prefix)
+	if t := x.errText; first < uintptr(len(t)) {
+		write2(t[first])
+	}
+	write2(newline[:])
+	for {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, code, 0, 0)
+	}
+}
+
+var newline = [1]byte{'\n'}
+
+//go:nosplit
+//go:norace
+func write2(b []byte) {
+	if len(b) > 0 {
+		syscall.RawSyscall(unix.SYS_WRITE, 2, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	}
+}
