@@ -208,12 +208,13 @@ func askResult(req permission.Request) (*mcp.CallToolResult, error) {
 }
 
 // stateKey signs request states so a client cannot mint an answer for a
-// call it was never asked about. It lives as long as the process.
-var stateKey = func() []byte {
+// call it was never asked about. It lives as long as the process; it is
+// drawn on first use, not at program start.
+var stateKey = sync.OnceValue(func() []byte {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return b
-}()
+})
 
 // issued holds the outstanding questions, so an answer is used once.
 // Questions never answered expire after questionTTL.
@@ -257,7 +258,7 @@ func signState(key string) string {
 }
 
 func mac(body string) string {
-	m := hmac.New(sha256.New, stateKey)
+	m := hmac.New(sha256.New, stateKey())
 	m.Write([]byte(body))
 	return hex.EncodeToString(m.Sum(nil))
 }

@@ -1,6 +1,9 @@
 package netproxy
 
-import "net/netip"
+import (
+	"net/netip"
+	"sync"
+)
 
 // addrRange is a block of addresses a host may reach only when an entry
 // names them, with the reason shown when it does not.
@@ -11,50 +14,58 @@ type addrRange struct {
 }
 
 // The more specific ranges come first: the first match gives the reason.
-var nonPublicV4 = []addrRange{
-	{netip.MustParsePrefix("169.254.169.254/32"), "the cloud metadata address (link-local)", true},
-	{netip.MustParsePrefix("169.254.170.2/32"), "the container metadata address (AWS ECS, link-local)", true},
-	{netip.MustParsePrefix("100.100.100.200/32"), "the cloud metadata address (Alibaba Cloud, shared CGNAT range)", true},
-	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address", false},
-	{netip.MustParsePrefix("10.0.0.0/8"), "a private address", false},
-	{netip.MustParsePrefix("100.64.0.0/10"), "a shared (CGNAT) address", false},
-	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address", false},
-	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address", false},
-	{netip.MustParsePrefix("172.16.0.0/12"), "a private address", false},
-	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved (IETF protocol) address", false},
-	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address", false},
-	{netip.MustParsePrefix("192.88.99.0/24"), "a reserved (6to4 relay) address", false},
-	{netip.MustParsePrefix("192.168.0.0/16"), "a private address", false},
-	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address", false},
-	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address", false},
-	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address", false},
-	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address", false},
-	{netip.MustParsePrefix("255.255.255.255/32"), "the broadcast address", false},
-	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address", false},
-}
+// The tables (and the prefixes below) are parsed on first use, not at
+// program start: most hutch processes never judge an address.
+var nonPublicV4 = sync.OnceValue(func() []addrRange {
+	return []addrRange{
+		{netip.MustParsePrefix("169.254.169.254/32"), "the cloud metadata address (link-local)", true},
+		{netip.MustParsePrefix("169.254.170.2/32"), "the container metadata address (AWS ECS, link-local)", true},
+		{netip.MustParsePrefix("100.100.100.200/32"), "the cloud metadata address (Alibaba Cloud, shared CGNAT range)", true},
+		{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address", false},
+		{netip.MustParsePrefix("10.0.0.0/8"), "a private address", false},
+		{netip.MustParsePrefix("100.64.0.0/10"), "a shared (CGNAT) address", false},
+		{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address", false},
+		{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address", false},
+		{netip.MustParsePrefix("172.16.0.0/12"), "a private address", false},
+		{netip.MustParsePrefix("192.0.0.0/24"), "a reserved (IETF protocol) address", false},
+		{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address", false},
+		{netip.MustParsePrefix("192.88.99.0/24"), "a reserved (6to4 relay) address", false},
+		{netip.MustParsePrefix("192.168.0.0/16"), "a private address", false},
+		{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address", false},
+		{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address", false},
+		{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address", false},
+		{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address", false},
+		{netip.MustParsePrefix("255.255.255.255/32"), "the broadcast address", false},
+		{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address", false},
+	}
+})
 
-var nonPublicV6 = []addrRange{
-	{netip.MustParsePrefix("fd00:ec2::254/128"), "the cloud metadata address (AWS, IPv6)", true},
-	{netip.MustParsePrefix("fd20:ce::254/128"), "the cloud metadata address (Google Cloud, IPv6)", true},
-	{netip.MustParsePrefix("::/128"), "an unspecified address", false},
-	{netip.MustParsePrefix("::1/128"), "a loopback address", false},
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address", false},
-	{netip.MustParsePrefix("100::/64"), "a discard-only address", false},
-	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address", false},
-	{netip.MustParsePrefix("2001::/23"), "a reserved (IETF protocol) address", false},
-	{netip.MustParsePrefix("3fff::/20"), "a documentation address", false},
-	{netip.MustParsePrefix("fc00::/7"), "a private address", false},
-	{netip.MustParsePrefix("fe80::/10"), "a link-local address", false},
-	{netip.MustParsePrefix("fec0::/10"), "a site-local address", false},
-	{netip.MustParsePrefix("ff00::/8"), "a multicast address", false},
-}
+var nonPublicV6 = sync.OnceValue(func() []addrRange {
+	return []addrRange{
+		{netip.MustParsePrefix("fd00:ec2::254/128"), "the cloud metadata address (AWS, IPv6)", true},
+		{netip.MustParsePrefix("fd20:ce::254/128"), "the cloud metadata address (Google Cloud, IPv6)", true},
+		{netip.MustParsePrefix("::/128"), "an unspecified address", false},
+		{netip.MustParsePrefix("::1/128"), "a loopback address", false},
+		{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address", false},
+		{netip.MustParsePrefix("100::/64"), "a discard-only address", false},
+		{netip.MustParsePrefix("2001:db8::/32"), "a documentation address", false},
+		{netip.MustParsePrefix("2001::/23"), "a reserved (IETF protocol) address", false},
+		{netip.MustParsePrefix("3fff::/20"), "a documentation address", false},
+		{netip.MustParsePrefix("fc00::/7"), "a private address", false},
+		{netip.MustParsePrefix("fe80::/10"), "a link-local address", false},
+		{netip.MustParsePrefix("fec0::/10"), "a site-local address", false},
+		{netip.MustParsePrefix("ff00::/8"), "a multicast address", false},
+	}
+})
 
-var (
-	ipv4Compatible = netip.MustParsePrefix("::/96")
-	nat64          = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour      = netip.MustParsePrefix("2002::/16")
-	globalUnicast  = netip.MustParsePrefix("2000::/3")
-)
+// v6Forms are the IPv6 blocks judged by their form rather than a table.
+var v6Forms = sync.OnceValue(func() (f struct{ ipv4Compatible, nat64, sixToFour, globalUnicast netip.Prefix }) {
+	f.ipv4Compatible = netip.MustParsePrefix("::/96")
+	f.nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	f.sixToFour = netip.MustParsePrefix("2002::/16")
+	f.globalUnicast = netip.MustParsePrefix("2000::/3")
+	return f
+})
 
 // NonPublicReason says why a is not a public address — "a loopback
 // address", "a private address", "the cloud metadata address
@@ -84,20 +95,21 @@ func classify(a netip.Addr) (reason string, metadata bool) {
 		return embedded(a.Unmap(), "IPv4-mapped", false)
 	}
 	if a.Is4() {
-		return lookupRange(nonPublicV4, a)
+		return lookupRange(nonPublicV4(), a)
 	}
-	if r, m := lookupRange(nonPublicV6, a); r != "" {
+	if r, m := lookupRange(nonPublicV6(), a); r != "" {
 		return r, m
 	}
 	b := a.As16()
+	f := v6Forms()
 	switch {
-	case ipv4Compatible.Contains(a):
+	case f.ipv4Compatible.Contains(a):
 		return embedded(netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true)
-	case nat64.Contains(a):
+	case f.nat64.Contains(a):
 		return embedded(netip.AddrFrom4([4]byte(b[12:16])), "NAT64", false)
-	case sixToFour.Contains(a):
+	case f.sixToFour.Contains(a):
 		return embedded(netip.AddrFrom4([4]byte(b[2:6])), "6to4", false)
-	case !globalUnicast.Contains(a):
+	case !f.globalUnicast.Contains(a):
 		return "not a global unicast address", false
 	}
 	return "", false
@@ -116,7 +128,7 @@ func lookupRange(ranges []addrRange, a netip.Addr) (string, bool) {
 // deprecated form (IPv4-compatible) is refused even around a public
 // address.
 func embedded(v4 netip.Addr, form string, deprecated bool) (string, bool) {
-	r, m := lookupRange(nonPublicV4, v4)
+	r, m := lookupRange(nonPublicV4(), v4)
 	switch {
 	case r != "":
 		return r + " (" + form + ")", m

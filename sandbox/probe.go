@@ -45,7 +45,8 @@ for c in "$@"; do
 done
 `
 
-var versionRE = regexp.MustCompile(`\d+(\.\d+)+`)
+// versionRE is compiled on first use, not at program start.
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(\.\d+)+`) })
 
 // Prober memoizes environment probes per command list. Tiers embed one and
 // call Probe from their Environment method.
@@ -136,7 +137,7 @@ func ParseProbe(out string, env *Environment) {
 		}
 		info := CommandInfo{Path: f[1]}
 		if len(f) == 3 {
-			info.Version = versionRE.FindString(f[2])
+			info.Version = versionRE().FindString(f[2])
 		}
 		env.Commands[f[0]] = info
 	}

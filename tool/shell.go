@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/permission"
@@ -21,15 +22,18 @@ const (
 )
 
 // ansiRE matches terminal escape sequences: colour codes (ESC [ 1;31 m)
-// and other CSI sequences, and OSC sequences (titles, hyperlinks).
-var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
+// and other CSI sequences, and OSC sequences (titles, hyperlinks). It is
+// compiled on first use, not at program start.
+var ansiRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
+})
 
 // Truncate prepares one output stream for a model: terminal escape codes
 // stripped; when there are more than maxLines lines only the last maxLines
 // are kept, behind a "[truncated N lines]" marker; then at most maxChars
 // characters (the end is kept, never cutting a character).
 func Truncate(s string, maxLines, maxChars int) string {
-	s = ansiRE.ReplaceAllString(s, "")
+	s = ansiRE().ReplaceAllString(s, "")
 	lines := strings.Split(s, "\n")
 	trailing := len(lines) > 0 && lines[len(lines)-1] == ""
 	if trailing {

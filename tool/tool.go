@@ -132,7 +132,7 @@ func (ts *Toolset) Tools() []Tool { return slices.Clone(ts.offered) }
 func (ts *Toolset) offer() []Tool {
 	g := ts.opts.Gate
 	var out []Tool
-	for _, t := range catalog {
+	for _, t := range catalog() {
 		switch t.Name {
 		case "write_file", "edit_file":
 			if g.NeverAllows(permission.Write) {

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/helper"
+	_ "github.com/hutchsandbox/hutch/internal/prefault"
 )
 
 // Exit statuses hutch itself uses.

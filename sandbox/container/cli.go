@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -576,7 +575,7 @@ func (f listFile) Stat() (fs.FileInfo, error) { return f.fi, nil }
 func (f listFile) Read([]byte) (int, error)   { return 0, io.EOF }
 func (f listFile) Close() error               { return nil }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var identRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // exec runs one command through the wrapper script (see cliExec).
 func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
@@ -598,7 +597,7 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	var envFile bytes.Buffer
 	for _, k := range names {
 		v := cmd.Env[k]
-		if !identRE.MatchString(k) || strings.ContainsAny(v, "\n\r") {
+		if !identRE().MatchString(k) || strings.ContainsAny(v, "\n\r") {
 			return sandbox.Result{}, fmt.Errorf("%w: container: without the helper, environment names must be shell identifiers and values one line (%s)", sandbox.ErrConfig, k)
 		}
 		fmt.Fprintf(&envFile, "%s=%s\n", k, v)
@@ -711,7 +710,7 @@ type headerWriter struct {
 	seen       chan struct{}
 }
 
-var headerRE = regexp.MustCompile(`^hutch-exec ([0-9]+) ([0-9]+)$`)
+var headerRE = lazyRegexp(`^hutch-exec ([0-9]+) ([0-9]+)$`)
 
 func (h *headerWriter) Write(p []byte) (int, error) {
 	h.mu.Lock()
@@ -729,7 +728,7 @@ func (h *headerWriter) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	h.line = append(h.line, p[:i]...)
-	if m := headerRE.FindSubmatch(h.line); m != nil {
+	if m := headerRE().FindSubmatch(h.line); m != nil {
 		h.done, h.pid, h.start = true, string(m[1]), string(m[2])
 		close(h.seen)
 		h.mu.Unlock()

