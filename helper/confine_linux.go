@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -169,20 +170,9 @@ func (b *builder) dropCapabilities() {
 // seccomp appends installing the filter (Program) on every thread of the
 // process, with no_new_privs.
 func (b *builder) seccomp() error {
-	prog, err := Program()
+	filters, err := seccompFilters()
 	if err != nil {
 		return err
-	}
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return err
-	}
-	if len(raw) > 0xffff {
-		return fmt.Errorf("seccomp filter too long (%d instructions)", len(raw))
-	}
-	filters := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	b.p.keep = append(b.p.keep, filters)
 	fprog := &unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
@@ -190,3 +180,24 @@ func (b *builder) seccomp() error {
 	b.call("loading the seccomp filter", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, ptr(b, fprog))
 	return nil
 }
+
+// seccompFilters is Program assembled for the kernel, made once: the
+// kernel copies it, so every program may point at the same one.
+var seccompFilters = sync.OnceValues(func() ([]unix.SockFilter, error) {
+	prog, err := Program()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) == 0 || len(raw) > 0xffff {
+		return nil, fmt.Errorf("seccomp filter of %d instructions", len(raw))
+	}
+	filters := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return filters, nil
+})

@@ -47,12 +47,6 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	if job.Policy.Network == policy.NetworkAllow {
 		return st, false, fmt.Errorf("%w: a network allow-list needs a sandbox session", sandbox.ErrConfig)
 	}
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return st, false, err
-	}
-	defer syncR.Close()
-	defer syncW.Close()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return st, false, err
@@ -61,21 +55,31 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	defer statusW.Close()
 
 	b := newBuilder()
-	fd := func(f *os.File) uint8 {
-		s := b.slot()
-		b.p.slots[s] = f.Fd()
-		return s
-	}
-	sIn, sOut, sErr, sStatus, sSync, sSyncW := fd(stdin), fd(stdout), fd(stderr), fd(statusW), fd(syncR), fd(syncW)
-	// Die with this thread; wait until the host has set the ids and
-	// control groups (a host that failed closes the pipe: EOF).
+	fd := func(f *os.File) uint8 { return b.preset(f.Fd()) }
+	sIn, sOut, sErr, sStatus := fd(stdin), fd(stdout), fd(stderr), fd(statusW)
+	// Die with this thread. The sandbox's root is the caller's uid and
+	// gid, its only ids (a process may map its own ids).
 	b.call("parent death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
-	b.close(sSyncW)
-	got, one := b.slot(), new([1]byte)
-	b.call("waiting for the host", unix.SYS_READ, 0, ptr(b, one), 1).in[0] = sSync
-	b.p.ops[len(b.p.ops)-1].out = got
-	b.add("waiting for the host", op{kind: opExpect, in: [6]uint8{got}, args: [6]uintptr{1}})
-	b.close(sSync)
+	b.writeFile("/proc/self/uid_map", fmt.Sprintf("0 %d 1\n", job.HostUID))
+	b.writeFile("/proc/self/setgroups", "deny")
+	b.writeFile("/proc/self/gid_map", fmt.Sprintf("0 %d 1\n", job.HostGID))
+	// With control groups to join, wait until the host has moved this
+	// process into them (a host that failed closes the pipe: EOF).
+	var syncR, syncW *os.File
+	if join != nil {
+		if syncR, syncW, err = os.Pipe(); err != nil {
+			return st, false, err
+		}
+		defer syncR.Close()
+		defer syncW.Close()
+		sSync, sSyncW := fd(syncR), fd(syncW)
+		b.close(sSyncW)
+		got, one := b.slot(), new([1]byte)
+		b.call("waiting for the host", unix.SYS_READ, 0, ptr(b, one), 1).in[0] = sSync
+		b.p.ops[len(b.p.ops)-1].out = got
+		b.add("waiting for the host", op{kind: opExpect, in: [6]uint8{got}, args: [6]uintptr{1}})
+		b.close(sSync)
+	}
 	b.call("new session", unix.SYS_SETSID)
 	b.retitle(InitName)
 	if err := b.root(job.Policy); err != nil {
@@ -126,7 +130,6 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	if errno != 0 {
 		return st, false, fmt.Errorf("%w: creating the sandbox's namespaces: %v", sandbox.ErrUnsupported, errno)
 	}
-	syncR.Close()
 	statusW.Close()
 	child := int(pid)
 	var killed atomic.Bool
@@ -145,18 +148,16 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 		_, _ = reap()
 		return Status{}, false, err
 	}
-	if err := setIDMaps(child, job.HostUID, job.HostGID); err != nil {
-		return abandon(fmt.Errorf("%w: mapping the sandbox's user ids: %v", sandbox.ErrUnsupported, err))
-	}
 	if join != nil {
+		syncR.Close()
 		if err := join(child); err != nil {
 			return abandon(err)
 		}
+		if _, err := syncW.Write([]byte{1}); err != nil {
+			return abandon(fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err))
+		}
+		syncW.Close()
 	}
-	if _, err := syncW.Write([]byte{1}); err != nil {
-		return abandon(fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err))
-	}
-	syncW.Close()
 
 	stop := make(chan struct{})
 	defer close(stop)
@@ -245,20 +246,15 @@ var argArea = sync.OnceValues(func() (area [2]uintptr, ok bool) {
 	return [2]uintptr{uintptr(s), uintptr(e)}, err1 == nil && err2 == nil
 })
 
-// setIDMaps maps the sandbox's root to the host's uid and gid, as the
-// only ids inside.
-func setIDMaps(pid, uid, gid int) error {
-	dir := "/proc/" + strconv.Itoa(pid) + "/"
-	for _, f := range []struct{ name, text string }{
-		{"uid_map", fmt.Sprintf("0 %d 1\n", uid)},
-		{"setgroups", "deny"},
-		{"gid_map", fmt.Sprintf("0 %d 1\n", gid)},
-	} {
-		if err := os.WriteFile(dir+f.name, []byte(f.text), 0); err != nil {
-			return err
-		}
-	}
-	return nil
+// writeFile appends writing text to the file at path (which exists).
+func (b *builder) writeFile(path, text string) {
+	fd := b.slot()
+	what := "writing " + path
+	b.call(what, unix.SYS_OPENAT, cwd, b.str(path), unix.O_WRONLY|unix.O_CLOEXEC).out = fd
+	buf := []byte(text)
+	b.p.keep = append(b.p.keep, buf)
+	b.call(what, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf))).in[0] = fd
+	b.close(fd)
 }
 
 // What the sandbox's PID 1 reports on the status pipe.
@@ -400,12 +396,9 @@ func sandboxPID1(p *program, x *oneShotExec) {
 	if i, e := p.run(); i >= 0 {
 		report(p, x, recSetup, int32(i), e)
 	}
-	cmd, _, e := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	cmd, e := spawnCommand(x)
 	if e != 0 {
-		report(p, x, recSetup, -1, uintptr(e))
-	}
-	if cmd == 0 {
-		startCommand(x)
+		report(p, x, recSetup, -1, e)
 	}
 	for {
 		r, _, e := syscall.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&x.rec.Status)), 0, uintptr(unsafe.Pointer(&x.rec.Rusage)), 0, 0)

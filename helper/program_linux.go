@@ -148,7 +148,12 @@ type builder struct {
 	err      error // a string the kernel would read short: build fails
 }
 
-func newBuilder() *builder { return &builder{p: &program{}, nextSlot: 1} }
+func newBuilder() *builder {
+	// A one-shot run's program has about 300 ops: sized once, not grown
+	// by doubling (each op is about 100 bytes).
+	const ops = 512
+	return &builder{p: &program{ops: make([]op, 0, ops), what: make([]string, 0, ops)}, nextSlot: 1}
+}
 
 // slot reserves a result slot: a free one, or a new one.
 func (b *builder) slot() uint8 {
@@ -157,6 +162,19 @@ func (b *builder) slot() uint8 {
 		b.free = b.free[:n-1]
 		return s
 	}
+	return b.newSlot()
+}
+
+// preset reserves a slot that holds v when the program starts: a slot no
+// earlier op writes to.
+func (b *builder) preset(v uintptr) uint8 {
+	s := b.newSlot()
+	b.p.slots[s] = v
+	return s
+}
+
+// newSlot reserves a slot never used before.
+func (b *builder) newSlot() uint8 {
 	if b.nextSlot >= slotCount {
 		b.overflow = true // build fails
 		return slotCount - 1

@@ -97,6 +97,13 @@ func TestProgramBuildLimits(t *testing.T) {
 	if _, err := b.build(); err != nil {
 		t.Fatalf("closed slots are not reused: %v", err)
 	}
+	// A preset slot is never one an earlier op wrote to.
+	b = newBuilder()
+	freed := b.slot()
+	b.close(freed)
+	if p := b.preset(7); p == freed || b.p.slots[p] != 7 {
+		t.Fatalf("preset slot %d reuses freed slot %d", p, freed)
+	}
 	b = newBuilder()
 	for range slotCount {
 		b.slot()
