@@ -1,10 +1,15 @@
 // Package helper is the part of hutch that runs inside a sandbox boundary.
 //
-// hutch re-executes its own binary (/proc/self/exe) to become the init
-// process of an isolated sandbox's namespaces, and again, inside them, to
-// confine each command just before it starts. Programs that use the
-// isolated tier must therefore call Main first thing in main (hutch's CLI
-// does; test binaries do it from TestMain):
+// A session (isolated.New) re-executes hutch's own binary
+// (/proc/self/exe) to become the init process of the sandbox's
+// namespaces, and again, inside them, as the runner or exec helper that
+// confines commands just before they start. A one-shot run (RunOnce) does
+// not start this binary at all: the caller forks itself, and the child
+// builds and confines the sandbox with a program of raw system calls
+// (the same programs the init and runner use) before it starts the
+// command. Programs that use sessions of the isolated tier must call Main
+// first thing in main (hutch's CLI does; test binaries do it from
+// TestMain):
 //
 //	func main() {
 //		helper.Main()
