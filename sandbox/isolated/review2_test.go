@@ -137,9 +137,10 @@ func TestReview2UnixSocketHighBits(t *testing.T) {
 
 // ---------------------------------------------------------------------------
 // Finding: the seccomp filter only applies to the x86_64 system-call ABI.
-// go-seccomp-bpf jumps every other architecture to the policy's default
-// action, which is Allow here, so the i386 ABI (int $0x80, available on any
-// x86_64 kernel with IA32 emulation) reaches every "denied" system call.
+// The policy assembler hutch used then jumped every other architecture to
+// the policy's default action, which is Allow here, so the i386 ABI
+// (int $0x80, available on any x86_64 kernel with IA32 emulation) reached
+// every "denied" system call.
 
 // i386 system-call numbers.
 const (

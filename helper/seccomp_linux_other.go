@@ -1,0 +1,19 @@
+//go:build linux && !amd64 && !arm64
+
+package helper
+
+// hutch has system-call numbers for amd64 and arm64 only. Elsewhere
+// auditArch is zero and Program returns an error: sandboxes that need
+// seccomp refuse to start rather than run without it.
+const auditArch = 0
+
+const x32SyscallBit = 0
+
+const (
+	sysOpen   = noSyscall
+	sysCreat  = noSyscall
+	sysChmod  = noSyscall
+	sysIopl   = noSyscall
+	sysIoperm = noSyscall
+	sysUselib = noSyscall
+)
