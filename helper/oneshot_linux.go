@@ -178,7 +178,17 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	if timer != nil {
 		timer.Stop()
 	}
-	ws, werr := reap()
+	if readErr == nil {
+		// PID 1 has killed everything else and reported; its own exit
+		// (which also waits for its namespace to empty) need not hold
+		// the caller up.
+		go func() { _, _ = reap() }()
+	}
+	var ws unix.WaitStatus
+	var werr error
+	if readErr != nil {
+		ws, werr = reap()
+	}
 	switch {
 	case killed.Load() && readErr != nil:
 		return Status{Signal: int(unix.SIGKILL)}, true, nil
@@ -410,6 +420,11 @@ func sandboxPID1(p *program, x *oneShotExec) {
 		}
 	}
 	syscall.RawSyscall(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0)
+	// Its copies of the command's streams: the host sees end-of-file
+	// once the killed processes are gone, without waiting for this exit.
+	for fd := uintptr(0); fd < 3; fd++ {
+		syscall.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+	}
 	report(p, x, recEnded, 0, 0)
 }
 
