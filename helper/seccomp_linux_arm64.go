@@ -8,14 +8,3 @@ const auditArch = unix.AUDIT_ARCH_AARCH64 // 0xc00000b7
 
 // x32SyscallBit is zero: arm64 has no second ABI under its audit arch.
 const x32SyscallBit = 0
-
-// arm64 has only the *at forms of these (openat, fchmodat), and no port
-// I/O or uselib.
-const (
-	sysOpen   = noSyscall
-	sysCreat  = noSyscall
-	sysChmod  = noSyscall
-	sysIopl   = noSyscall
-	sysIoperm = noSyscall
-	sysUselib = noSyscall
-)

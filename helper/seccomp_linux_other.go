@@ -8,12 +8,3 @@ package helper
 const auditArch = 0
 
 const x32SyscallBit = 0
-
-const (
-	sysOpen   = noSyscall
-	sysCreat  = noSyscall
-	sysChmod  = noSyscall
-	sysIopl   = noSyscall
-	sysIoperm = noSyscall
-	sysUselib = noSyscall
-)

@@ -1,0 +1,15 @@
+//go:build linux && !amd64
+
+package helper
+
+// Outside amd64 (arm64 included) there are only the *at forms of these
+// (openat, fchmodat), and no port I/O or uselib: their rules are left
+// out.
+const (
+	sysOpen   = noSyscall
+	sysCreat  = noSyscall
+	sysChmod  = noSyscall
+	sysIopl   = noSyscall
+	sysIoperm = noSyscall
+	sysUselib = noSyscall
+)
