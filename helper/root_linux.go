@@ -369,7 +369,13 @@ func (b *builder) mask(what string, fd uint8) {
 
 // deny appends masking a denied path, resolved as the sandbox resolves it
 // (links and all, inside the new root): a link to a denied file leads to
-// the mask, not around it. A path the sandbox cannot see is passed over.
+// the mask, not around it. A path the sandbox cannot see is passed over,
+// and so is one that does not resolve to a file at all (a link loop, or a
+// /proc magic link a command planted in a writable directory): inside,
+// that name leads nowhere, or to what the policy governs by its own name.
+// A planted ordinary link does move the mask onto its target (see the
+// README: masks follow links, so that a denied file's links are masked
+// too).
 func (b *builder) deny(path string) {
 	fd := b.slot()
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS}
@@ -377,7 +383,7 @@ func (b *builder) deny(path string) {
 	b.call("denied path "+path, unix.SYS_OPENAT2, cwd, b.str(path), ptr(b, how), unix.SizeofOpenHow).out = fd
 	b.mask("masking "+path, fd)
 	b.close(fd)
-	b.skipTo(start, unix.ENOENT)
+	b.skipTo(start, unix.ENOENT, unix.ELOOP)
 }
 
 // loopbackUp appends bringing up "lo" in the sandbox's own network

@@ -79,7 +79,7 @@ func Layers() []Layer {
 	out = append(out, Layer{Name: "rlimits", Active: true, Detail: "cpu time, file size, open files, processes (per user namespace), memory (private writable per process), core dumps off"})
 	cgl := Layer{Name: "cgroups", Detail: "memory and pids limits per sandbox; OOM kills and refused forks reported as limit"}
 	if cg, err := newCgroup(policy.Limits{Memory: 64 << 20, Processes: 64}); err != nil || cg == nil {
-		cgl.Detail = fmt.Sprintf("not available (%v): memory is bounded per process (RLIMIT_DATA) and processes by RLIMIT_NPROC; "+
+		cgl.Detail = fmt.Sprintf("not available (%v): memory is bounded per process (RLIMIT_DATA: private memory only, shared mappings are not counted) and processes by RLIMIT_NPROC; "+
 			"fix: run as root or delegate a cgroup v2 subtree with memory and pids to this user", err)
 	} else {
 		cgl.Active = true
