@@ -57,9 +57,20 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	b := newBuilder()
 	fd := func(f *os.File) uint8 { return b.preset(f.Fd()) }
 	sIn, sOut, sErr, sStatus := fd(stdin), fd(stdout), fd(stderr), fd(statusW)
-	// Die with this thread. The sandbox's root is the caller's uid and
-	// gid, its only ids (a process may map its own ids).
+	// Die with this thread, and with this process should it already be
+	// gone by then (the death signal only covers a death after it is set):
+	// the child's copy of life's write end is closed, so its read end
+	// reports a hang-up unless this process still holds its own.
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		return st, false, err
+	}
+	defer lifeR.Close()
+	defer lifeW.Close()
 	b.call("parent death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	b.hostAlive(lifeR.Fd(), lifeW.Fd())
+	// The sandbox's root is the caller's uid and gid, its only ids (a
+	// process may map its own ids).
 	b.writeFile("/proc/self/uid_map", fmt.Sprintf("0 %d 1\n", job.HostUID))
 	b.writeFile("/proc/self/setgroups", "deny")
 	b.writeFile("/proc/self/gid_map", fmt.Sprintf("0 %d 1\n", job.HostGID))
@@ -255,6 +266,16 @@ var argArea = sync.OnceValues(func() (area [2]uintptr, ok bool) {
 	e, err2 := strconv.ParseUint(f[46], 10, 64)
 	return [2]uintptr{uintptr(s), uintptr(e)}, err1 == nil && err2 == nil
 })
+
+// hostAlive appends closing this process's copy of descriptor w and
+// failing unless another process (the host) still holds it open: r, the
+// pipe's read end, then reports no hang-up.
+func (b *builder) hostAlive(r, w uintptr) {
+	b.close(b.preset(w))
+	alive, poll := b.slot(), &unix.PollFd{Fd: int32(r), Events: unix.POLLIN}
+	b.call("checking the host is alive", unix.SYS_PPOLL, ptr(b, poll), 1, ptr(b, &unix.Timespec{}), 0, 0).out = alive
+	b.add("checking the host is alive", op{kind: opExpect, in: [6]uint8{alive}, args: [6]uintptr{0}})
+}
 
 // writeFile appends writing text to the file at path (which exists).
 func (b *builder) writeFile(path, text string) {

@@ -86,6 +86,42 @@ func TestProgram(t *testing.T) {
 	}
 }
 
+// A sandbox's PID 1 goes no further when the host died before its death
+// signal was set: the host's end of a pipe is gone.
+func TestHostAlive(t *testing.T) {
+	for _, hostHolds := range []bool{true, false} {
+		var p2 [2]int
+		if err := unix.Pipe2(p2[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		r, w := p2[0], p2[1]
+		host := -1 // the host's copy of w, when it lives
+		if hostHolds {
+			var err error
+			if host, err = unix.Dup(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := newBuilder()
+		b.hostAlive(uintptr(r), uintptr(w))
+		p, err := b.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.exec() // closes w, as the child closes its copy
+		switch {
+		case hostHolds && err != nil:
+			t.Errorf("host alive: %v", err)
+		case !hostHolds && (err == nil || !strings.Contains(err.Error(), "checking the host is alive")):
+			t.Errorf("host gone: %v", err)
+		}
+		unix.Close(r)
+		if host >= 0 {
+			unix.Close(host)
+		}
+	}
+}
+
 // Slots are reused once closed; a program that would need more than there
 // are, or a string with a NUL, does not build.
 func TestProgramBuildLimits(t *testing.T) {
