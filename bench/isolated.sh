@@ -34,6 +34,12 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/cwd" # every contender starts here: empty, so srt scans nothing
 CGO_ENABLED=0 go build -o "$tmp/hutch" ./cmd/hutch
 go build -o "$tmp/timecmd" ./bench/timecmd
+# What a process start costs here, apart from any sandbox: an empty Go
+# program, and hutch itself (hutch version).
+mkdir "$tmp/empty"
+printf 'package main\n\nfunc main() {}\n' >"$tmp/empty/main.go"
+printf 'module empty\n\ngo 1.21\n' >"$tmp/empty/go.mod"
+(cd "$tmp/empty" && CGO_ENABLED=0 go build -o "$tmp/emptygo" .)
 
 # bubblewrap, mxc-like: everything unshared, /usr and /etc read-only, fresh
 # /proc, /dev and /tmp. The top-level /bin, /lib* and /sbin follow this host:
@@ -84,6 +90,8 @@ measure() {
 
 echo "== timing (fork+exec, hutch, bwrap: $n runs each; srt: $n_srt)" >&2
 measure fork "$n" 3 /bin/true
+measure emptygo "$n" 3 "$tmp/emptygo"
+measure version "$n" 3 "$tmp/hutch" version
 measure hutch "$n" 3 "$tmp/hutch" run -- /bin/true
 measure bwrap "$n" 3 "${bwrap_cmd[@]}"
 if [ -n "$srt_skip" ]; then
@@ -119,6 +127,8 @@ row() { # row KEY LABEL
   fi
 }
 row fork "fork+exec"
+row emptygo "empty Go program"
+row version "hutch version"
 row hutch "hutch run"
 row bwrap "bwrap (mxc-like)"
 row srt "srt -c /bin/true"
@@ -135,6 +145,12 @@ echo "$warm" | awk '
     printf "warm exec (hutch)  %8.3f ms/run   ratio %.1fx   target: within 2x: %s\n", we / 1e6, we / fe, (we <= 2 * fe) ? "met" : "missed"
   }'
 
+# The one-shot's own cost: hutch run minus hutch's process start.
+if [ -n "${result[hutch]:-}" ] && [ -n "${result[version]:-}" ] && [ -n "${result[bwrap]:-}" ]; then
+  awk -v h="$(med hutch)" -v v="$(med version)" -v b="$(med bwrap)" 'BEGIN {
+    printf "hutch run minus its process start (hutch version): %.3f ms, %.2fx bwrap\n", h - v, (h - v) / b
+  }'
+fi
 if [ -n "${result[hutch]:-}" ] && [ -n "${result[bwrap]:-}" ]; then
   awk -v h="$(med hutch)" -v b="$(med bwrap)" 'BEGIN {
     verdict = (h <= b) ? "met" : "missed"
