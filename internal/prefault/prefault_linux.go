@@ -1,9 +1,6 @@
 package prefault
 
-import (
-	"syscall"
-	"unsafe"
-)
+import "unsafe"
 
 const (
 	madvPopulateRead  = 22 // MADV_POPULATE_READ, Linux 5.14
@@ -32,7 +29,7 @@ func init() {
 
 // disabled reports whether HUTCH_NO_PREFAULT turns prefaulting off.
 func disabled() bool {
-	v, _ := syscall.Getenv("HUTCH_NO_PREFAULT")
+	v, _ := getenv("HUTCH_NO_PREFAULT")
 	return v != "" && v != "0"
 }
 
@@ -43,7 +40,7 @@ type span struct{ lo, hi uintptr }
 // tests): a zero span was not found.
 type report struct {
 	heap, text       span
-	heapErr, textErr syscall.Errno
+	heapErr, textErr errno
 }
 
 // mapsBuf makes populate's buffer escape, so that it is allocated on the
@@ -59,7 +56,7 @@ func populate() (r report) {
 	heap, text := find(buf[:n], probe, funcPC(populate))
 
 	if heap.hi != 0 {
-		lo := probe &^ (uintptr(syscall.Getpagesize()) - 1)
+		lo := probe &^ (pageSize() - 1)
 		r.heap = span{lo, min(heap.hi, lo+heapPrefix)}
 		r.heapErr = madvise(r.heap, madvPopulateWrite)
 	}
@@ -70,9 +67,8 @@ func populate() (r report) {
 	return r
 }
 
-func madvise(s span, advice uintptr) syscall.Errno {
-	_, _, e := syscall.Syscall(syscall.SYS_MADVISE, s.lo, s.hi-s.lo, advice)
-	return e
+func madvise(s span, advice uintptr) errno {
+	return sysMadvise(s.lo, s.hi-s.lo, advice)
 }
 
 // funcPC is the entry address of f: a func value points to a closure
@@ -84,23 +80,7 @@ func funcPC(f func() report) uintptr {
 // readFile reads what fits of the file at path into buf with raw system
 // calls and returns how much it read.
 func readFile(path string, buf []byte) int {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return 0
-	}
-	defer syscall.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil || m <= 0 {
-			break
-		}
-		n += m
-	}
-	return n
+	return sysReadFile(path, buf)
 }
 
 // find returns, from the text of /proc/self/maps, the writable mapping

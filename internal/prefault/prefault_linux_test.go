@@ -1,8 +1,10 @@
 package prefault
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -37,9 +39,9 @@ func TestPopulate(t *testing.T) {
 	if r.text.lo > pc || pc >= r.text.hi {
 		t.Errorf("text span %#x-%#x does not hold populate (%#x)", r.text.lo, r.text.hi, pc)
 	}
-	for what, e := range map[string]syscall.Errno{"heap": r.heapErr, "text": r.textErr} {
+	for what, e := range map[string]errno{"heap": r.heapErr, "text": r.textErr} {
 		// EINVAL: a kernel older than 5.14.
-		if e != 0 && e != syscall.EINVAL {
+		if e != 0 && e != einval {
 			t.Errorf("populating the %s: %v", what, e)
 		}
 	}
@@ -77,11 +79,23 @@ func TestFind(t *testing.T) {
 	}
 }
 
+// HUTCH_NO_PREFAULT is read from the environment the process started
+// with (on amd64 from /proc/self/environ, before package os exists): each
+// value is tried in a fresh run of this test binary.
 func TestDisabled(t *testing.T) {
+	if v, ok := os.LookupEnv("HUTCH_PREFAULT_CHILD"); ok {
+		fmt.Printf("disabled=%v for %q\n", disabled(), v)
+		return
+	}
 	for v, want := range map[string]bool{"": false, "0": false, "1": true, "yes": true} {
-		t.Setenv("HUTCH_NO_PREFAULT", v)
-		if got := disabled(); got != want {
-			t.Errorf("HUTCH_NO_PREFAULT=%q: disabled %v, want %v", v, got, want)
+		c := exec.Command(os.Args[0], "-test.run=^TestDisabled$")
+		c.Env = append(os.Environ(), "HUTCH_PREFAULT_CHILD="+v, "HUTCH_NO_PREFAULT="+v)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if !strings.Contains(string(out), fmt.Sprintf("disabled=%v for %q", want, v)) {
+			t.Errorf("HUTCH_NO_PREFAULT=%q: want disabled %v, got %s", v, want, out)
 		}
 	}
 }
