@@ -123,17 +123,21 @@ func (b *builder) landlockRule(rs uint8, path string, access uint64) {
 		o := b.call(what, unix.SYS_LANDLOCK_ADD_RULE, 0, unix.LANDLOCK_RULE_PATH_BENEATH, ptr(b, attr), 0)
 		o.in[0], o.patch, o.patchFrom = rs, &attr.parentFD, fd
 	}
-	isDir := b.mark()
-	b.add(what, op{kind: opType, in: [6]uint8{fd}, args: [6]uintptr{unix.S_IFDIR}})
-	rule(access)
-	jump := b.mark()
-	b.add(what, op{kind: opJump})
-	b.skipTo(isDir)
-	rule(access & fileRights)
-	b.skipTo(jump)
+	b.ifDir(what, fd, func() { rule(access) }, func() { rule(access & fileRights) })
 	b.close(fd)
 	b.skipTo(start, unix.ENOENT, unix.EACCES, unix.ENOTDIR, unix.ELOOP)
 }
+
+// lastCap is the kernel's highest capability number (read once; 40 when
+// the kernel does not say).
+var lastCap = sync.OnceValue(func() int {
+	if v, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n >= 0 && n < 64 {
+			return n
+		}
+	}
+	return 40
+})
 
 // pathBeneath is the kernel's struct landlock_path_beneath_attr (packed:
 // the kernel reads its first 12 bytes).
@@ -148,13 +152,7 @@ type pathBeneath struct {
 // stop root from regaining capabilities at exec, and the thread's own
 // sets are cleared.
 func (b *builder) dropCapabilities() {
-	last := 40
-	if v, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n >= 0 && n < 64 {
-			last = n
-		}
-	}
-	for c := 0; c <= last; c++ {
+	for c := 0; c <= lastCap(); c++ {
 		b.call("dropping capabilities: bounding set", unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0).okErrs = 1 << unix.EINVAL
 	}
 	b.call("dropping capabilities: ambient set", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0).okErrs = 1 << unix.EINVAL

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -64,13 +63,7 @@ func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 // directory. When it is missing or cannot run, ok is false, a line naming
 // it is on stderr and st carries the shell's 127 or 126.
 func findProgram(job Job, stderr *os.File) (prog string, st Status, ok bool) {
-	pathEnv := sandbox.DefaultPath
-	for _, kv := range job.Env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	prog, code, err := sandbox.LookPath(job.Argv[0], pathEnv, job.Dir)
+	prog, code, err := sandbox.LookPath(job.Argv[0], job.pathEnv(), job.Dir)
 	if err != nil {
 		if code == 127 {
 			err = errors.New("command not found")

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -90,6 +91,18 @@ type Job struct {
 	// rlimits.
 	MemoryByCgroup bool `json:"memory_by_cgroup,omitempty"`
 	PidsByCgroup   bool `json:"pids_by_cgroup,omitempty"`
+}
+
+// pathEnv is the command's PATH: the last PATH= of its environment, or
+// sandbox.DefaultPath.
+func (j Job) pathEnv() string {
+	p := sandbox.DefaultPath
+	for _, kv := range j.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			p = v
+		}
+	}
+	return p
 }
 
 // Status is what the init process reports on its file descriptor 4 when

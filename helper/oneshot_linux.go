@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -71,9 +70,9 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	b.hostAlive(lifeR.Fd(), lifeW.Fd())
 	// The sandbox's root is the caller's uid and gid, its only ids (a
 	// process may map its own ids).
-	b.writeFile("/proc/self/uid_map", fmt.Sprintf("0 %d 1\n", job.HostUID))
-	b.writeFile("/proc/self/setgroups", "deny")
-	b.writeFile("/proc/self/gid_map", fmt.Sprintf("0 %d 1\n", job.HostGID))
+	b.writeFile("/proc/self/uid_map", fmt.Appendf(nil, "0 %d 1\n", job.HostUID), 0)
+	b.writeFile("/proc/self/setgroups", []byte("deny"), 0)
+	b.writeFile("/proc/self/gid_map", fmt.Appendf(nil, "0 %d 1\n", job.HostGID), 0)
 	// With control groups to join, wait until the host has moved this
 	// process into them (a host that failed closes the pipe: EOF).
 	var syncR, syncW *os.File
@@ -85,10 +84,10 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 		defer syncW.Close()
 		sSync, sSyncW := fd(syncR), fd(syncW)
 		b.close(sSyncW)
-		got, one := b.slot(), new([1]byte)
-		b.call("waiting for the host", unix.SYS_READ, 0, ptr(b, one), 1).in[0] = sSync
-		b.p.ops[len(b.p.ops)-1].out = got
-		b.add("waiting for the host", op{kind: opExpect, in: [6]uint8{got}, args: [6]uintptr{1}})
+		got := b.slot()
+		o := b.call("waiting for the host", unix.SYS_READ, 0, ptr(b, new([1]byte)), 1)
+		o.in[0], o.out = sSync, got
+		b.expect("waiting for the host", got, 1)
 		b.close(sSync)
 	}
 	b.call("new session", unix.SYS_SETSID)
@@ -103,14 +102,14 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	var high [4]uint8
 	for i, s := range []uint8{sIn, sOut, sErr, sStatus} {
 		high[i] = b.slot()
-		b.call("standard streams", unix.SYS_FCNTL, 0, unix.F_DUPFD_CLOEXEC, 10).in[0] = s
-		b.p.ops[len(b.p.ops)-1].out = high[i]
+		o := b.call("standard streams", unix.SYS_FCNTL, 0, unix.F_DUPFD_CLOEXEC, 10)
+		o.in[0], o.out = s, high[i]
 	}
 	for i := range 3 {
 		b.call("standard streams", unix.SYS_DUP3, 0, uintptr(i), 0).in[0] = high[i]
 	}
-	b.call("status pipe", unix.SYS_DUP3, 0, 3, unix.O_CLOEXEC).in[0] = high[3]
-	b.p.ops[len(b.p.ops)-1].out = sStatus
+	o := b.call("status pipe", unix.SYS_DUP3, 0, 3, unix.O_CLOEXEC)
+	o.in[0], o.out = high[3], sStatus
 	b.call("closing inherited descriptors", unix.SYS_CLOSE_RANGE, 4, ^uintptr(0)>>32, 0)
 	// Out of the command's reach: not dumpable (no /proc access to this
 	// PID 1), and every signal stays blocked here.
@@ -118,19 +117,15 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	if err := confineOps(b, job); err != nil {
 		return st, false, fmt.Errorf("%w: confining the command: %v", sandbox.ErrUnsupported, err)
 	}
+	// The command's strings live with the program, which refuses any with
+	// a NUL byte.
+	x := newOneShotExec(b, job, sStatus)
 	p, err := b.build()
 	if err != nil {
 		return st, false, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
 	}
-	x, err := newOneShotExec(job, sStatus)
-	if err != nil {
-		return st, false, err
-	}
 
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if job.Policy.Network != policy.NetworkAll {
-		flags |= unix.CLONE_NEWNET
-	}
+	flags := CloneFlags(job.Policy.Network == policy.NetworkAll)
 	// The child dies with this thread (PR_SET_PDEATHSIG): keep it until
 	// the child is gone.
 	runtime.LockOSThread()
@@ -229,6 +224,16 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	return st, false, nil
 }
 
+// CloneFlags are the namespaces every isolated sandbox gets: user, mount,
+// PID, IPC, UTS, and network unless hostNetwork.
+func CloneFlags(hostNetwork bool) uintptr {
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if !hostNetwork {
+		flags |= unix.CLONE_NEWNET
+	}
+	return flags
+}
+
 // retitle appends overwriting this process's command line (a fork's is
 // its parent's: hutch's own arguments) with title, as /proc shows it.
 // Nothing is done where the kernel does not say where it is.
@@ -240,11 +245,7 @@ func (b *builder) retitle(title string) {
 	}
 	buf := make([]byte, end-start) // the title, NUL-padded
 	copy(buf[:len(buf)-1], title)
-	b.p.keep = append(b.p.keep, buf)
-	mem := b.slot()
-	b.call("retitling", unix.SYS_OPENAT, cwd, b.str("/proc/self/mem"), unix.O_RDWR|unix.O_CLOEXEC).out = mem
-	b.call("retitling", unix.SYS_PWRITE64, 0, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), start).in[0] = mem
-	b.close(mem)
+	b.writeFile("/proc/self/mem", buf, start)
 }
 
 // argArea is where this process's arguments are in memory (fields 48 and
@@ -274,17 +275,22 @@ func (b *builder) hostAlive(r, w uintptr) {
 	b.close(b.preset(w))
 	alive, poll := b.slot(), &unix.PollFd{Fd: int32(r), Events: unix.POLLIN}
 	b.call("checking the host is alive", unix.SYS_PPOLL, ptr(b, poll), 1, ptr(b, &unix.Timespec{}), 0, 0).out = alive
-	b.add("checking the host is alive", op{kind: opExpect, in: [6]uint8{alive}, args: [6]uintptr{0}})
+	b.expect("checking the host is alive", alive, 0)
 }
 
-// writeFile appends writing text to the file at path (which exists).
-func (b *builder) writeFile(path, text string) {
+// writeFile appends writing data at offset off of the file at path
+// (which exists): with write(2) at offset 0, since some /proc files
+// (uid_map) refuse pwrite; with pwrite(2) elsewhere.
+func (b *builder) writeFile(path string, data []byte, off uintptr) {
 	fd := b.slot()
 	what := "writing " + path
 	b.call(what, unix.SYS_OPENAT, cwd, b.str(path), unix.O_WRONLY|unix.O_CLOEXEC).out = fd
-	buf := []byte(text)
-	b.p.keep = append(b.p.keep, buf)
-	b.call(what, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf))).in[0] = fd
+	b.p.keep = append(b.p.keep, data)
+	nr := uintptr(unix.SYS_PWRITE64)
+	if off == 0 {
+		nr = unix.SYS_WRITE
+	}
+	b.call(what, nr, 0, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), off).in[0] = fd
 	b.close(fd)
 }
 
@@ -315,70 +321,28 @@ type oneShotExec struct {
 	// prefix opens the line written when no candidate could run.
 	prefix  []byte
 	errText [][]byte // errnoText
-	keep    [][]byte
 	rec     oneShotRecord
 	dfl     [4]uintptr // a struct sigaction with SIG_DFL
 	empty   uint64     // an empty signal set
 }
 
-func newOneShotExec(job Job, status uint8) (*oneShotExec, error) {
-	for _, s := range append(append([]string{job.Dir}, job.Argv...), job.Env...) {
-		if strings.IndexByte(s, 0) >= 0 {
-			return nil, fmt.Errorf("%w: the command, its directory or its environment contains a NUL byte", sandbox.ErrConfig)
-		}
-	}
+func newOneShotExec(b *builder, job Job, status uint8) *oneShotExec {
 	x := &oneShotExec{status: status, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
-	cstr := func(s string) uintptr {
-		b := append([]byte(s), 0)
-		x.keep = append(x.keep, b)
-		return uintptr(unsafe.Pointer(&b[0]))
-	}
-	for _, c := range candidates(job) {
-		x.paths = append(x.paths, cstr(c))
+	for _, c := range sandbox.Candidates(job.Argv[0], job.pathEnv(), job.Dir) {
+		x.paths = append(x.paths, b.str(c))
 	}
 	for _, a := range job.Argv {
-		x.argv = append(x.argv, cstr(a))
+		x.argv = append(x.argv, b.str(a))
 	}
 	x.argv = append(x.argv, 0)
 	for _, e := range job.Env {
-		x.envp = append(x.envp, cstr(e))
+		x.envp = append(x.envp, b.str(e))
 	}
 	x.envp = append(x.envp, 0)
 	if l := job.Policy.Limits; l.Memory > 0 && !job.MemoryByCgroup {
 		x.dataLimit = unix.Rlimit{Cur: uint64(l.Memory), Max: uint64(l.Memory)}
 	}
-	return x, nil
-}
-
-// candidates lists the files the command may be, in the order a shell
-// tries them: the name itself when it has a slash (or is . or ..), else
-// each PATH entry
-// (relative ones from the start directory).
-func candidates(job Job) []string {
-	name, dir := job.Argv[0], job.Dir
-	if strings.Contains(name, "/") || name == "." || name == ".." {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(dir, name)
-		}
-		return []string{name}
-	}
-	pathEnv := sandbox.DefaultPath
-	for _, kv := range job.Env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	var out []string
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(dir, d)
-		}
-		out = append(out, filepath.Join(d, name))
-	}
-	return out
+	return x
 }
 
 // errnoText holds the text of each errno, for the child's message.

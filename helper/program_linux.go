@@ -205,6 +205,30 @@ func (b *builder) call(what string, nr uintptr, args ...uintptr) *op {
 	return b.add(what, o)
 }
 
+// isType appends failing unless the descriptor in slot fd is of file type
+// kind (S_IFDIR...): it changed since the program was made.
+func (b *builder) isType(what string, fd uint8, kind uint32) {
+	b.add(what, op{kind: opType, in: [6]uint8{fd}, args: [6]uintptr{uintptr(kind)}})
+}
+
+// ifDir appends the ops dir appends, run when the descriptor in slot fd
+// is a directory, and those other appends, run when it is not.
+func (b *builder) ifDir(what string, fd uint8, dir, other func()) {
+	test := b.mark()
+	b.isType(what, fd, unix.S_IFDIR)
+	dir()
+	jump := b.mark()
+	b.add(what, op{kind: opJump})
+	b.skipTo(test) // a mismatch skips to other
+	other()
+	b.skipTo(jump)
+}
+
+// expect appends failing unless slot s holds v.
+func (b *builder) expect(what string, s uint8, v uintptr) {
+	b.add(what, op{kind: opExpect, in: [6]uint8{s}, args: [6]uintptr{v}})
+}
+
 // str keeps a NUL-terminated copy of s and returns its address. A NUL
 // inside s (which the kernel would read as its end) fails the build.
 func (b *builder) str(s string) uintptr {

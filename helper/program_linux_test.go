@@ -179,25 +179,3 @@ func TestRootProgramHostPaths(t *testing.T) {
 		t.Errorf("binds: %+v", binds)
 	}
 }
-
-// FuzzCandidates: whatever the program name and PATH, the candidates are
-// absolute paths ending in the name (a name with a slash is itself).
-func FuzzCandidates(f *testing.F) {
-	f.Add("ls", "/usr/bin:/bin", "/w")
-	f.Add("./x", "", "/w")
-	f.Add("a/../../b", "rel:::/abs", "/w/d")
-	f.Fuzz(func(t *testing.T, name, path, dir string) {
-		if name == "" || !filepath.IsAbs(dir) {
-			return
-		}
-		job := Job{Argv: []string{name}, Dir: dir, Env: []string{"PATH=" + path}}
-		for _, c := range candidates(job) {
-			if !filepath.IsAbs(c) {
-				t.Fatalf("candidate %q is relative", c)
-			}
-			if !strings.Contains(name, "/") && name != "." && name != ".." && filepath.Base(c) != filepath.Base(name) {
-				t.Fatalf("candidate %q is not %q", c, name)
-			}
-		}
-	})
-}

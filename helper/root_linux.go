@@ -193,9 +193,9 @@ func (b *builder) copyTree(path string, kind uint32, writable bool) uint8 {
 	fd, tree := b.slot(), b.slot()
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
 	b.call("opening policy path "+path, unix.SYS_OPENAT2, cwd, b.str(path), ptr(b, how), unix.SizeofOpenHow).out = fd
-	b.add("opening policy path "+path, op{kind: opType, in: [6]uint8{fd}, args: [6]uintptr{uintptr(kind)}})
-	b.call("binding "+path, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH).in[0] = fd
-	b.p.ops[len(b.p.ops)-1].out = tree
+	b.isType("opening policy path "+path, fd, kind)
+	o := b.call("binding "+path, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+	o.in[0], o.out = fd, tree
 	set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 	if !writable {
 		set |= unix.MOUNT_ATTR_RDONLY
@@ -247,12 +247,18 @@ func (b *builder) privateTmp(size string) {
 // copy with the given attributes (the copy is not recursive).
 func (b *builder) onItself(what string, fd uint8, set uint64) {
 	tree := b.slot()
-	b.call(what, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH).in[0] = fd
-	b.p.ops[len(b.p.ops)-1].out = tree
+	o := b.call(what, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	o.in[0], o.out = fd, tree
 	b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, set).in[0] = tree
+	b.mountOn(what, tree, fd)
+}
+
+// mountOn appends attaching the detached mount in slot mnt on what slot
+// fd holds open, then closing mnt.
+func (b *builder) mountOn(what string, mnt, fd uint8) {
 	o := b.call(what, unix.SYS_MOVE_MOUNT, 0, b.str(""), 0, b.str(""), unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
-	o.in[0], o.in[2] = tree, fd
-	b.close(tree)
+	o.in[0], o.in[2] = mnt, fd
+	b.close(mnt)
 }
 
 // pin appends making each directory between a writable policy path and
@@ -347,24 +353,16 @@ func (b *builder) newMount(fstype, option string, attrs uintptr) uint8 {
 // read-only tmpfs, a file under an empty file nobody may read.
 func (b *builder) mask(what string, fd uint8) {
 	const ro = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
-	tree := b.slot()
-	isDir := b.mark()
-	b.add(what, op{kind: opType, in: [6]uint8{fd}, args: [6]uintptr{unix.S_IFDIR}})
-	mnt := b.newMount("tmpfs", "mode=0755", ro)
-	o := b.call(what, unix.SYS_MOVE_MOUNT, 0, b.str(""), 0, b.str(""), unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
-	o.in[0], o.in[2] = mnt, fd
-	b.close(mnt)
-	jump := b.mark()
-	b.add(what, op{kind: opJump})
-	b.skipTo(isDir) // not a directory: on to the file's mask
-	const empty = "/.hutch-denied"
-	b.call(what, unix.SYS_MKNODAT, cwd, b.str(empty), unix.S_IFREG, 0).okErrs = 1 << unix.EEXIST
-	b.call(what, unix.SYS_OPEN_TREE, cwd, b.str(empty), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = tree
-	b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro).in[0] = tree
-	o = b.call(what, unix.SYS_MOVE_MOUNT, 0, b.str(""), 0, b.str(""), unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
-	o.in[0], o.in[2] = tree, fd
-	b.close(tree)
-	b.skipTo(jump)
+	b.ifDir(what, fd, func() {
+		b.mountOn(what, b.newMount("tmpfs", "mode=0755", ro), fd)
+	}, func() {
+		const empty = "/.hutch-denied"
+		tree := b.slot()
+		b.call(what, unix.SYS_MKNODAT, cwd, b.str(empty), unix.S_IFREG, 0).okErrs = 1 << unix.EEXIST
+		b.call(what, unix.SYS_OPEN_TREE, cwd, b.str(empty), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = tree
+		b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro).in[0] = tree
+		b.mountOn(what, tree, fd)
+	})
 }
 
 // deny appends masking a denied path, resolved as the sandbox resolves it

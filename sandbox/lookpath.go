@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DefaultPath is a command's PATH when nothing else sets one.
@@ -19,21 +20,13 @@ var ErrNotExecutable = errors.New("permission denied (not executable)")
 // program (the error matches os.ErrNotExist), 126 for one that cannot be
 // executed.
 func LookPath(prog, pathEnv, cwd string) (string, int, error) {
-	if filepath.Base(prog) != prog || prog == "." || prog == ".." {
-		if !filepath.IsAbs(prog) {
-			prog = filepath.Join(cwd, prog)
-		}
-		return prog, statusFor(executable(prog)), executable(prog)
+	cands := Candidates(prog, pathEnv, cwd)
+	if namesPath(prog) {
+		err := executable(cands[0])
+		return cands[0], statusFor(err), err
 	}
 	var firstErr error
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(cwd, dir)
-		}
-		p := filepath.Join(dir, prog)
+	for _, p := range cands {
 		err := executable(p)
 		if err == nil {
 			return p, 0, nil
@@ -46,6 +39,35 @@ func LookPath(prog, pathEnv, cwd string) (string, int, error) {
 		return "", 126, firstErr
 	}
 	return "", 127, os.ErrNotExist
+}
+
+// Candidates lists the files prog may be, in the order a shell tries
+// them: prog itself when it names a path (it has a slash, or is . or ..),
+// else each entry of pathEnv (an empty one is ".") joined with prog.
+// Relative paths are taken from cwd.
+func Candidates(prog, pathEnv, cwd string) []string {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(cwd, p)
+	}
+	if namesPath(prog) {
+		return []string{abs(prog)}
+	}
+	var out []string
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		out = append(out, filepath.Join(abs(dir), prog))
+	}
+	return out
+}
+
+// namesPath reports whether prog is a path rather than a name to look up.
+func namesPath(prog string) bool {
+	return strings.ContainsRune(prog, '/') || prog == "." || prog == ".."
 }
 
 func statusFor(err error) int {

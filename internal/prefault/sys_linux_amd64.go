@@ -31,16 +31,22 @@ func sysMadvise(addr, n, advice uintptr) errno {
 	return errno(e)
 }
 
-// sysReadFile reads path into buf and returns how much it read (0 on any
-// error).
-func sysReadFile(path string, buf []byte) int {
+// openRead opens path (shorter than 64 bytes) for reading.
+func openRead(path string) (fd uintptr, ok bool) {
 	var name [64]byte
-	if len(path) >= len(name) || len(buf) == 0 {
-		return 0
+	if len(path) >= len(name) {
+		return 0, false
 	}
 	copy(name[:], path)
 	fd, e := rawSyscall(sysOpen, uintptr(unsafe.Pointer(&name[0])), oRdonly|oCloexec, 0)
-	if e != 0 {
+	return fd, e == 0
+}
+
+// sysReadFile reads path into buf and returns how much it read (0 on any
+// error).
+func sysReadFile(path string, buf []byte) int {
+	fd, ok := openRead(path)
+	if !ok || len(buf) == 0 {
 		return 0
 	}
 	defer rawSyscall(sysClose, fd, 0, 0)
@@ -62,11 +68,8 @@ func sysReadFile(path string, buf []byte) int {
 // process started with), 4 KiB at a time: a small stack, no allocation.
 // Only the value's first 8 bytes are kept (enough for HUTCH_NO_PREFAULT).
 func getenv(key string) (string, bool) {
-	var name [64]byte
-	path := "/proc/self/environ"
-	copy(name[:], path)
-	fd, e := rawSyscall(sysOpen, uintptr(unsafe.Pointer(&name[0])), oRdonly|oCloexec, 0)
-	if e != 0 {
+	fd, ok := openRead("/proc/self/environ")
+	if !ok {
 		return "", false
 	}
 	defer rawSyscall(sysClose, fd, 0, 0)

@@ -87,7 +87,7 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
 		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, timeout)
-		if err != nil && errors.Is(err, sandbox.ErrUnsupported) {
+		if errors.Is(err, sandbox.ErrUnsupported) {
 			if serr := Supported(); serr != nil {
 				err = serr
 			}
@@ -694,12 +694,8 @@ func saysOutOfMemory(stderr []byte) bool {
 // namespaces are the clone settings of the sandbox's init: every namespace,
 // the caller's ids mapped to root inside (root with no power outside).
 func namespaces(hostNetwork bool, uid, gid int) *syscall.SysProcAttr {
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if !hostNetwork {
-		flags |= unix.CLONE_NEWNET
-	}
 	return &syscall.SysProcAttr{
-		Cloneflags:                 flags,
+		Cloneflags:                 helper.CloneFlags(hostNetwork),
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,
