@@ -37,11 +37,13 @@ echo "== gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then echo "gofmt needed on: $unformatted"; exit 1; fi
 
-echo "== go vet"
+echo "== go vet (amd64, and arm64, the other architecture with seccomp tables)"
 go vet ./...
+GOARCH=arm64 go vet ./...
 
 echo "== staticcheck"
 staticcheck ./...
+GOARCH=arm64 staticcheck ./...
 
 echo "== CGO_ENABLED=0 build"
 CGO_ENABLED=0 go build -o /dev/null ./cmd/hutch

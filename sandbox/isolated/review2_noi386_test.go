@@ -1,0 +1,11 @@
+//go:build linux && !amd64
+
+package isolated_test
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// r2Int80 has nothing to try where there is no i386 system-call ABI.
+func r2Int80(string) { fmt.Println("no i386 ABI on", runtime.GOARCH) }
