@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -279,31 +278,6 @@ func TestRelativeStoreIsMadeAbsolute(t *testing.T) {
 }
 
 func isConfig(err error) bool { return errors.Is(err, sandbox.ErrConfig) }
-
-// The streamable HTTP transport, through a real HTTP server on 127.0.0.1.
-func TestHTTP(t *testing.T) {
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAll()
-	h, err := mcpserver.Handler(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(bg, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	res, text := callTool(t, cs, "shell", map[string]any{"command": "echo over http"})
-	if res.IsError || !strings.Contains(text, "over http") {
-		t.Errorf("shell over HTTP: %q", text)
-	}
-}
 
 // A client driving the multi-round-trip by hand cannot forge an answer, nor
 // reuse one for different arguments.

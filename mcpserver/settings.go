@@ -32,6 +32,11 @@ type Settings struct {
 	Store      string   `yaml:"store"`
 	Audit      string   `yaml:"audit"`
 	HTTP       string   `yaml:"http"`
+	// HTTPTokenFile holds the bearer token HTTP clients must send (a new
+	// one is written there when the file is missing); see HTTPToken.
+	HTTPTokenFile string `yaml:"http_token_file"`
+	// HTTPNoAuth serves HTTP without a token: an explicit opt-out.
+	HTTPNoAuth bool `yaml:"http_no_auth"`
 	// PolicyFile is the isolated tier's YAML policy (default: the default
 	// policy); Root, when set, is added to it as the writable start
 	// directory.

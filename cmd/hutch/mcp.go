@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -31,12 +27,16 @@ web_search) to an MCP client. Which tools are listed depends on the tier and the
 permission mode: a tool the agent could never use is not offered.
 
 Settings come from flags, or from a YAML file (--config) with the same keys
-(tier, root, mode, allow, fetch_allow, search_url, store, audit, http, policy,
-image, runtime); flags
-given on the command line win.`,
+(tier, root, mode, allow, fetch_allow, search_url, store, audit, http,
+http_token_file, http_no_auth, policy, image, runtime); flags given on the
+command line win.
+
+Over --http every request needs "Authorization: Bearer TOKEN". The token is
+read from --http-token-file (written there, mode 0600, when the file is
+missing), or made fresh and printed on stderr.`,
 		Example: `  hutch mcp --tier local --root ~/project --mode ask
   hutch mcp --tier local --root . --mode approve --store approvals.db --audit audit.jsonl
-  hutch mcp --http 127.0.0.1:8765 --tier local --root . --mode auto
+  hutch mcp --http 127.0.0.1:8765 --http-token-file ~/.hutch-token --tier local --root . --mode auto
   hutch mcp --tier container --image debian:stable-slim --root . --mode auto`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -84,6 +84,8 @@ given on the command line win.`,
 	f.StringVar(&s.Store, "store", "", "approval store file (required in approve mode)")
 	f.StringVar(&s.Audit, "audit", "", "append every permission decision to this file as JSON lines")
 	f.StringVar(&s.HTTP, "http", "", "serve the streamable HTTP transport on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
+	f.StringVar(&s.HTTPTokenFile, "http-token-file", "", "with --http: the bearer token clients must send (a missing file gets a new token, mode 0600); default: a fresh token printed on stderr")
+	f.BoolVar(&s.HTTPNoAuth, "http-no-auth", false, "with --http: accept requests without a token (anyone who can reach the address can use every tool)")
 	f.StringVar(&config, "config", "", "read settings from this YAML file")
 	pf.register(f)
 	cf.register(f)
@@ -104,6 +106,10 @@ func overlay(file, flags mcpserver.Settings, set *pflag.FlagSet) mcpserver.Setti
 	pick("store", &file.Store, flags.Store)
 	pick("audit", &file.Audit, flags.Audit)
 	pick("http", &file.HTTP, flags.HTTP)
+	pick("http-token-file", &file.HTTPTokenFile, flags.HTTPTokenFile)
+	if set.Changed("http-no-auth") {
+		file.HTTPNoAuth = flags.HTTPNoAuth
+	}
 	if set.Changed("allow") {
 		file.Allow = flags.Allow
 	}
@@ -120,6 +126,10 @@ func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	token, tokenNote, err := mcpserver.HTTPToken(s)
+	if err != nil {
+		return err
+	}
 	cfg, closeAll, err := mcpserver.Open(ctx, s)
 	if err != nil {
 		return err
@@ -127,6 +137,9 @@ func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
 	defer closeAll()
 	for _, n := range cfg.Notes {
 		fmt.Fprintln(logw, "hutch: note: "+n)
+	}
+	if tokenNote != "" { // for the operator only, never in the tools' notes
+		fmt.Fprintln(logw, "hutch: note: "+tokenNote)
 	}
 	cfg.Version = version()
 	if s.HTTP == "" {
@@ -140,26 +153,5 @@ func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
 		}
 		return mcpserver.ServeStdio(ctx, cfg)
 	}
-	h, err := mcpserver.Handler(cfg)
-	if err != nil {
-		return err
-	}
-	addr := s.HTTP
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr // never every interface by accident
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	fmt.Fprintf(logw, "hutch: serving MCP on http://%s/\n", ln.Addr())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return mcpserver.ServeHTTP(ctx, cfg, s.HTTP, token, logw)
 }

@@ -1,0 +1,197 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Token rules: long enough not to be guessed, short and plain enough to sit
+// in an HTTP header.
+const (
+	minTokenLen = 16
+	maxTokenLen = 4096
+)
+
+// NewToken returns a fresh bearer token: 32 random bytes, base64url.
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("make a token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// HTTPToken picks the bearer token the streamable HTTP transport demands,
+// from s:
+//
+//   - HTTPNoAuth: no token (""), and a note saying that anyone who can
+//     reach the address can use every tool;
+//   - HTTPTokenFile naming an existing file: its content, trimmed. The file
+//     must be a regular file that neither group nor others can read or
+//     write, and the token 16 to 4096 printable ASCII characters without
+//     spaces;
+//   - HTTPTokenFile naming a missing file: a new token, written there with
+//     mode 0600 (never over an existing file);
+//   - neither: a new token, which the note shows (the operator hands it to
+//     the client).
+//
+// Errors match sandbox.ErrConfig and say how to fix the file. HTTPToken does
+// not guard against a token file that a process of the same user changes.
+func HTTPToken(s Settings) (token, note string, err error) {
+	switch {
+	case s.HTTP == "" && (s.HTTPTokenFile != "" || s.HTTPNoAuth):
+		return "", "", fmt.Errorf("%w: --http-token-file and --http-no-auth apply to --http", sandbox.ErrConfig)
+	case s.HTTPNoAuth && s.HTTPTokenFile != "":
+		return "", "", fmt.Errorf("%w: --http-token-file and --http-no-auth contradict each other: keep one", sandbox.ErrConfig)
+	case s.HTTPNoAuth:
+		return "", "no authentication (--http-no-auth): anyone who can reach the address can use every tool", nil
+	case s.HTTPTokenFile == "":
+		if token, err = NewToken(); err != nil {
+			return "", "", err
+		}
+		return token, "clients send the header \"Authorization: Bearer " + token + "\" (--http-token-file keeps a token out of this log)", nil
+	}
+	token, err = readToken(s.HTTPTokenFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		if token, err = NewToken(); err != nil {
+			return "", "", err
+		}
+		if err = writeToken(s.HTTPTokenFile, token); err != nil {
+			return "", "", err
+		}
+		return token, "wrote a new token to " + s.HTTPTokenFile + " (mode 0600); clients send it as \"Authorization: Bearer TOKEN\"", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return token, "clients send the token in " + s.HTTPTokenFile + " as \"Authorization: Bearer TOKEN\"", nil
+}
+
+// readToken reads and checks a token file; a missing file matches
+// fs.ErrNotExist.
+func readToken(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO must not hang the start
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: token file %s is not a regular file (%s)", sandbox.ErrConfig, path, fi.Mode().Type())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("%w: token file %s is open to group or others (mode %04o): chmod 600 %s", sandbox.ErrConfig, path, perm, path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenLen+2))
+	if err != nil {
+		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
+	}
+	token := strings.TrimSpace(string(data))
+	if msg := checkToken(token); msg != "" {
+		return "", fmt.Errorf("%w: token file %s: %s", sandbox.ErrConfig, path, msg)
+	}
+	return token, nil
+}
+
+// checkToken says what is wrong with a token, or "".
+func checkToken(token string) string {
+	if len(token) < minTokenLen || len(token) > maxTokenLen {
+		return fmt.Sprintf("the token has %d characters; want %d to %d (delete the file and hutch writes a new one)", len(token), minTokenLen, maxTokenLen)
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c <= ' ' || c >= 0x7f {
+			return fmt.Sprintf("byte %d of the token is %q; want printable ASCII without spaces", i, c)
+		}
+	}
+	return ""
+}
+
+func writeToken(path, token string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("%w: write a new token: %v", sandbox.ErrConfig, err)
+	}
+	if _, err = f.WriteString(token + "\n"); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("%w: write a new token to %s: %v", sandbox.ErrConfig, path, err)
+	}
+	return nil
+}
+
+// RequireToken wraps h so that a request reaches it only with the header
+// "Authorization: Bearer TOKEN" (the scheme in any case). Anything else is
+// answered 401 with a one-line reason; the token is never taken from the
+// URL. Comparison takes the same time for every wrong token. An empty token
+// returns h unchanged.
+func RequireToken(h http.Handler, token string) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hutch"`)
+			http.Error(w, "hutch: this MCP server needs the header \"Authorization: Bearer TOKEN\" with the token it was started with", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP serves cfg's tools over the streamable HTTP transport on addr
+// (host:port; a bare ":port" binds 127.0.0.1, never every interface) until
+// ctx ends. Every request needs token (see RequireToken) unless token is
+// "". Lines for the operator (the address, a warning when the address is
+// not a loopback one) go to log.
+func ServeHTTP(ctx context.Context, cfg Config, addr, token string, log io.Writer) error {
+	h, err := Handler(cfg)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: RequireToken(h, token)}
+	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
+	defer stop()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		fmt.Fprintf(log, "hutch: note: %s is reachable from other machines and the transport has no TLS: the token and every call cross the network in clear text; put a TLS proxy in front or bind 127.0.0.1\n", ln.Addr())
+	}
+	fmt.Fprintf(log, "hutch: serving MCP on http://%s/\n", ln.Addr())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
