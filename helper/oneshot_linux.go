@@ -90,6 +90,9 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 		b.expect("waiting for the host", got, 1)
 		b.close(sSync)
 	}
+	// A cgroup namespace rooted where this process now is, in the
+	// sandbox's own groups: /proc shows them as "/", never a host path.
+	b.call("new cgroup namespace", unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP)
 	b.call("new session", unix.SYS_SETSID)
 	b.retitle(InitName)
 	if err := b.root(job.Policy); err != nil {

@@ -280,7 +280,7 @@ func startRunner(job Job) (*runner, error) {
 	c.Dir = "/"
 	c.Env = []string{}
 	c.ExtraFiles = []*os.File{child}
-	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID, Setsid: true, Pdeathsig: syscall.SIGKILL}
+	c.SysProcAttr = helperAttrs()
 	if err := c.Start(); err != nil {
 		host.Close()
 		return nil, fmt.Errorf("starting the runner: %w", err)

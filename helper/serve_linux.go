@@ -343,7 +343,7 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	c.Env = []string{}
 	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], passed[2]
 	c.ExtraFiles = []*os.File{jobR, stW}
-	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID, Setsid: true, Pdeathsig: syscall.SIGKILL}
+	c.SysProcAttr = helperAttrs()
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("starting the command: %w", err)
 	}
@@ -383,4 +383,14 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	}
 	res.Status = &st
 	return nil
+}
+
+// helperAttrs are the clone settings of the processes a session's init
+// starts for commands (runners, exec helpers): a PID namespace of their
+// own, so that nothing outlives them; a new session; death with the init;
+// and a cgroup namespace rooted at the init's groups, which are the
+// sandbox's own by then, so /proc shows them as "/", never a host path.
+// (The init cannot enter one itself: unshare would move one thread.)
+func helperAttrs() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWCGROUP, Setsid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -57,7 +57,7 @@ func probeNamespaces() error {
 // Layers lists each enforcement layer and whether it is active here.
 func Layers() []Layer {
 	var out []Layer
-	ns := Layer{Name: "namespaces", Active: Supported() == nil, Detail: "user, mount, pid, ipc, uts, net"}
+	ns := Layer{Name: "namespaces", Active: Supported() == nil, Detail: "user, mount, pid, ipc, uts, cgroup, net"}
 	if err := Supported(); err != nil {
 		ns.Detail = err.Error()
 	}

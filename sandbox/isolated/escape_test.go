@@ -225,6 +225,34 @@ func TestProcessesAndSignals(t *testing.T) {
 	}
 }
 
+// The host's control-group paths (which name its containers, units and
+// users) are not visible: the sandbox has its own cgroup namespace, rooted
+// at its own groups when a limit makes some.
+func TestHostCgroupPathsHidden(t *testing.T) {
+	e := newEnv(t)
+	host, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Skipf("no /proc/self/cgroup here: %v", err)
+	}
+	for name, pol := range map[string]policy.Policy{
+		"no limits":       e.pol,
+		"memory and pids": e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 256 << 20, Processes: 64}}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := e.runWith(t, pol, sh("cat /proc/self/cgroup"))
+			lines := strings.Fields(string(r.Stdout))
+			if r.ExitCode != 0 || len(lines) == 0 {
+				t.Fatalf("exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+			}
+			for _, line := range lines {
+				if parts := strings.SplitN(line, ":", 3); len(parts) != 3 || parts[2] != "/" {
+					t.Errorf("a cgroup path shows through: %q (the host's: %q)", line, host)
+				}
+			}
+		})
+	}
+}
+
 func TestCapabilitiesAndPrivileges(t *testing.T) {
 	e := newEnv(t)
 	r := e.run(t, sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status"))

@@ -467,11 +467,25 @@ func TestReview2CgroupEscapesHutchsOwnGroup(t *testing.T) {
 	if own == "" || own == "/" {
 		t.Skip("hutch runs in the root memory cgroup here: nothing to escape")
 	}
+	// The sandbox sees its own groups as "/" (a cgroup namespace), so
+	// look from the host, while a command runs: its memory group must be
+	// below hutch's own.
 	pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 1 << 30}})
-	r := e.runWith(t, pol, sh("grep ':memory:' /proc/self/cgroup"))
-	got := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(r.Stdout)), strings.SplitN(string(r.Stdout), ":", 3)[0]+":memory:"))
-	if !strings.HasPrefix(got, own+"/") {
-		t.Errorf("hutch runs in memory cgroup %s, its sandbox in %s: outside hutch's own limits", own, got)
+	done := make(chan struct{})
+	go func() { defer close(done); e.runWith(t, pol, sh("sleep 3")) }()
+	var found []string
+	for deadline := time.Now().Add(3 * time.Second); len(found) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/memory", own, "hutch-*", "cgroup.procs"))
+		for _, d := range dirs {
+			if b, _ := os.ReadFile(d); len(b) > 0 {
+				found = append(found, filepath.Dir(d))
+			}
+		}
+	}
+	<-done
+	if len(found) == 0 {
+		top, _ := filepath.Glob("/sys/fs/cgroup/memory/hutch-*")
+		t.Errorf("hutch runs in memory cgroup %s; no sandbox group with processes below it (at the top: %q): outside hutch's own limits", own, top)
 	}
 }
 
