@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"slices"
@@ -518,6 +519,113 @@ func TestAttackHalfClosedTunnel(t *testing.T) {
 	if n := upClosed.Load(); n < 2 { // the control's and this one's
 		t.Errorf("%d upstream connections closed, want 2", n)
 	}
+}
+
+// TestAttackClientGoneWhileUpstreamSilent: a plain-HTTP client that goes
+// away while its forwarded request waits on a silent upstream does not
+// hold its session (and the upstream connection) for as long as the
+// upstream stays silent. A reset ends the session at once; an end of
+// stream bounds the wait by the half-closed timeout, as for a tunnel
+// (each once the request has waited watchDelay); a
+// client that ends its side and still reads gets its answer.
+func TestAttackClientGoneWhileUpstreamSilent(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	// The upstream reads the request head; "/late" is answered half a
+	// second later, anything else never.
+	silent := serveEach(t, "127.0.0.2", func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		if req.URL.Path == "/late" {
+			time.Sleep(time.Second / 2)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nlate\n")
+		}
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	var upClosed atomic.Int64
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return &onceCounter{TCPConn: c.(*net.TCPConn), n: &upClosed}, nil
+	}
+	const halfClosed = 800 * time.Millisecond
+	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{Dial: dial, HalfClosedTimeout: halfClosed})
+	send := func(path string) net.Conn {
+		c := dialProxy(t, addr)
+		fmt.Fprintf(c, "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n", silent, path, silent)
+		return c
+	}
+	// waitClosed waits until n upstream connections are closed and says
+	// how long that took.
+	waitClosed := func(n int64) time.Duration {
+		start := time.Now()
+		for time.Since(start) < 10*time.Second && upClosed.Load() < n {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+
+	t.Run("control: a client still there waits as long as it likes", func(t *testing.T) {
+		c := send("/never")
+		c.SetReadDeadline(time.Now().Add(2 * halfClosed))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("read %v, want our own deadline", err)
+		}
+		c.Close() // ends it (by the half-closed bound) for the next case
+		if d := waitClosed(1); upClosed.Load() != 1 {
+			t.Fatalf("after %v, %d upstream connections closed, want 1", d, upClosed.Load())
+		}
+	})
+	t.Run("reset", func(t *testing.T) {
+		c := send("/never")
+		time.Sleep(100 * time.Millisecond) // the request is upstream
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+		if d := waitClosed(2); upClosed.Load() < 2 || d > watchDelay+halfClosed/2 {
+			t.Errorf("the upstream connection was held %v after the client reset (closed: %d)", d, upClosed.Load())
+		}
+	})
+	t.Run("end of stream", func(t *testing.T) {
+		c := send("/never")
+		time.Sleep(100 * time.Millisecond)
+		c.Close()
+		if d := waitClosed(3); upClosed.Load() < 3 || d > watchDelay+halfClosed+2*time.Second {
+			t.Errorf("the upstream connection was held %v after the client closed (closed: %d)", d, upClosed.Load())
+		}
+	})
+	t.Run("control: a client that ends its side still gets its answer", func(t *testing.T) {
+		c := send("/late")
+		c.(*net.TCPConn).CloseWrite()
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("no answer after the client's end: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if string(body) != "late\n" {
+			t.Errorf("body %q", body)
+		}
+	})
+}
+
+// onceCounter counts TCP connections closed (once each, however often
+// Close is called).
+type onceCounter struct {
+	*net.TCPConn
+	once sync.Once
+	n    *atomic.Int64
+}
+
+func (c *onceCounter) Close() error {
+	c.once.Do(func() { c.n.Add(1) })
+	return c.TCPConn.Close()
 }
 
 // closeCounter counts Close calls on a TCP connection.

@@ -349,6 +349,12 @@ type session struct {
 	mu      sync.Mutex
 	up      net.Conn // the current upstream connection, closed by abort
 	aborted bool
+
+	// clientEnded is set when the client ends its side while a forwarded
+	// request waits for its response (see watchClient); from then on the
+	// upstream must send something at least every halfClosed.
+	clientEnded atomic.Bool
+	unwatch     func() // stops watchClient; nil when it is not running
 }
 
 func (p *Proxy) serve(ctx context.Context, c net.Conn) {
