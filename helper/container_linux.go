@@ -84,6 +84,9 @@ type streamServer struct {
 	fw    *FrameWriter
 	files *local.Sandbox
 	base  map[string]string // PATH, HOME, LANG as the container gives them
+	// limits are the container's own cgroup counters, read around each
+	// command to tell which limit (memory, pids) it hit.
+	limits CgroupFiles
 
 	mu   sync.Mutex
 	ops  map[uint64]*srvOp
@@ -109,7 +112,7 @@ func serveStream(in io.Reader, out io.Writer, root string) int {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
-	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), ops: map[uint64]*srvOp{}}
+	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), ops: map[uint64]*srvOp{}}
 	defer s.shutdown()
 	go s.prewarm()
 	if err := s.fw.WriteJSON(FrameHello, 0, Hello{Version: StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
@@ -330,6 +333,7 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 		defer wr.Close()
 		pipes[i] = [2]*os.File{rd, wr}
 	}
+	before := s.limits.Counts()
 	err = r.conn.Send(Request{ID: id, Op: "exec", Job: job, Timeout: op.req.TimeoutMS}, pipes[0][0], pipes[1][1], pipes[2][1])
 	// The reaper holds its copies now: the output ends when the command's
 	// last process lets go of it.
@@ -373,7 +377,14 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 	if res.Err != nil {
 		return StreamResponse{Err: res.Err}
 	}
-	return StreamResponse{Status: res.Status, TimedOut: res.TimedOut}
+	out := StreamResponse{Status: res.Status, TimedOut: res.TimedOut}
+	if !res.TimedOut {
+		// The counters are the container's: a command running at the
+		// same time may have moved them (as a refusal made during an
+		// overlapping command is reported by both).
+		out.Limit = s.limits.Counts().Since(before)
+	}
+	return out
 }
 
 // execJob checks the request and builds the reaper's job: the directory

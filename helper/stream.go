@@ -305,6 +305,10 @@ type StreamResponse struct {
 	Size     int64   `json:"size,omitempty"`
 	Status   *Status `json:"status,omitempty"`
 	TimedOut bool    `json:"timed_out,omitempty"`
+	// Limit names the container's cgroup limit ("memory", "pids") whose
+	// counter moved while the command ran, for an exec that did not time
+	// out.
+	Limit string `json:"limit,omitempty"`
 }
 
 // Window tracks one flow-controlled stream on the sending side: how many

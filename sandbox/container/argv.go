@@ -88,8 +88,11 @@ func (o Options) RunArgs(name, helper string, asInit bool) []string {
 	}
 	if o.Runtime != Apple {
 		if o.CPUTime > 0 {
-			s := strconv.FormatInt(int64((o.CPUTime+999_999_999)/1_000_000_000), 10)
-			a = append(a, "--ulimit", "cpu="+s+":"+s)
+			// SIGXCPU at the limit, as in the isolated tier (a result then
+			// names cpu_time); SIGKILL a second later for a command that
+			// catches it.
+			secs := int64((o.CPUTime + 999_999_999) / 1_000_000_000)
+			a = append(a, "--ulimit", "cpu="+strconv.FormatInt(secs, 10)+":"+strconv.FormatInt(secs+1, 10))
 		}
 		if o.FileSize > 0 {
 			s := strconv.FormatInt(o.FileSize, 10)

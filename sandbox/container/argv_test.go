@@ -65,7 +65,7 @@ func TestRunArgsDockerDefaults(t *testing.T) {
 const fullFlags = "--network bridge --cap-drop ALL --cap-add NET_BIND_SERVICE --security-opt no-new-privileges " +
 	"--read-only --tmpfs /w:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev " +
 	"--pids-limit 64 --memory 536870912 --cpus 1.5 " +
-	"--ulimit cpu=2:2 --ulimit fsize=1048576:1048576 --ulimit nofile=256:256 " +
+	"--ulimit cpu=2:3 --ulimit fsize=1048576:1048576 --ulimit nofile=256:256 " +
 	"--user 1000:1000 " +
 	"--mount type=bind,source=/src,target=/w/src,readonly --mount type=bind,source=/out,target=/out "
 

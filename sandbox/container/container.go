@@ -632,6 +632,9 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 		}
 		return res, s.failed(err, isLost(err))
 	}
+	if res.Limit == "" && !res.TimedOut {
+		res.Limit = helper.RlimitHit(res.ExitCode, s.o.CPUTime > 0, s.o.FileSize > 0)
+	}
 	return res, nil
 }
 

@@ -52,7 +52,7 @@ func TestFromPolicy(t *testing.T) {
 	}
 	got := strings.Join(o.RunArgs("pol", "", true), " ")
 	want := "--network bridge --cap-drop ALL --security-opt no-new-privileges --read-only --tmpfs /tmp:rw,nosuid,nodev " +
-		"--pids-limit 100 --memory 268435456 --ulimit cpu=30:30 --ulimit fsize=1073741824:1073741824 --ulimit nofile=512:512 " +
+		"--pids-limit 100 --memory 268435456 --ulimit cpu=30:31 --ulimit fsize=1073741824:1073741824 --ulimit nofile=512:512 " +
 		"--mount type=bind,source=" + w + ",target=" + w + " --mount type=bind,source=" + r + ",target=" + r + ",readonly " +
 		"--mount type=bind,source=/dev/null,target=" + w + "/.env,readonly --mount type=tmpfs,target=" + w + "/secrets,readonly " +
 		"-w " + w + " "

@@ -430,6 +430,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	if st := res.Status; st != nil {
 		st.Report(&out)
 	}
+	out.Limit = res.Limit
 	return out, nil
 }
 

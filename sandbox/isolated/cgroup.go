@@ -1,7 +1,6 @@
 package isolated
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -132,51 +132,27 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
-// counts is a snapshot of the limit counters (OOM kills, refused forks),
-// to tell which limit one command hit in a sandbox that runs many.
-func (cg *cgroup) counts() [2]int64 {
-	var mem, pids int64
+// files are the counter files of the limits set here.
+func (cg *cgroup) files() helper.CgroupFiles {
+	var f helper.CgroupFiles
 	if cg.memory {
-		file := "memory.oom_control"
+		f.Memory = filepath.Join(cg.dirs["memory"], "memory.oom_control")
 		if cg.v2 {
-			file = "memory.events"
+			f.Memory = filepath.Join(cg.dirs["memory"], "memory.events")
 		}
-		mem = counter(filepath.Join(cg.dirs["memory"], file), "oom_kill")
 	}
 	if cg.pids {
-		pids = counter(filepath.Join(cg.dirs["pids"], "pids.events"), "max")
+		f.Pids = filepath.Join(cg.dirs["pids"], "pids.events")
 	}
-	return [2]int64{mem, pids}
+	return f
 }
+
+// counts is a snapshot of the limit counters (OOM kills, refused forks),
+// to tell which limit one command hit in a sandbox that runs many.
+func (cg *cgroup) counts() helper.LimitCounts { return cg.files().Counts() }
 
 // hitSince names the limit whose counter moved since before.
-func (cg *cgroup) hitSince(before [2]int64) string {
-	now := cg.counts()
-	switch {
-	case now[0] > before[0]:
-		return "memory"
-	case now[1] > before[1]:
-		return "pids"
-	}
-	return ""
-}
-
-func counter(path, key string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func (cg *cgroup) hitSince(before helper.LimitCounts) string { return cg.counts().Since(before) }
 
 // remove deletes the groups once their processes are gone (the PID
 // namespace dies with its init, but the kernel may take a moment).

@@ -584,7 +584,7 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 		}
 		pipes[0][1].Close()
 	}()
-	var before [2]int64
+	var before helper.LimitCounts
 	if cg != nil {
 		before = cg.counts()
 	}
@@ -666,12 +666,12 @@ func (s *Sandbox) Close() error {
 // memory bound, it said it ran out of memory.
 func limitFor(res sandbox.Result, st helper.Status, l policy.Limits) string {
 	code := res.ExitCode
+	if hit := helper.RlimitHit(code, l.CPUTime > 0, l.FileSize > 0); hit != "" {
+		return hit
+	}
 	switch {
-	case l.CPUTime > 0 && (code == 128+int(unix.SIGXCPU) ||
-		(code == 128+int(unix.SIGKILL) && time.Duration(st.CPUMillis)*time.Millisecond >= l.CPUTime)):
-		return "cpu_time"
-	case l.FileSize > 0 && code == 128+int(unix.SIGXFSZ):
-		return "file_size"
+	case l.CPUTime > 0 && code == 128+int(unix.SIGKILL) && time.Duration(st.CPUMillis)*time.Millisecond >= l.CPUTime:
+		return "cpu_time" // the hard limit, past the soft one's SIGXCPU
 	case l.Memory > 0 && code != 0 && saysOutOfMemory(res.Stderr):
 		return "memory"
 	}

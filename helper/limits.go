@@ -1,0 +1,107 @@
+package helper
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// LimitCounts are a sandbox's control-group counters of limits hit: how
+// many processes the memory controller killed for lack of memory, and how
+// many forks the pids controller refused. They only grow.
+type LimitCounts struct {
+	OOMKills     int64
+	ForkRefusals int64
+}
+
+// CgroupFiles name the files LimitCounts are read from: a memory events
+// file (cgroup v2 memory.events, v1 memory.oom_control: both count
+// "oom_kill") and a pids events file (pids.events: "max"). An empty name
+// is not read.
+type CgroupFiles struct {
+	Memory, Pids string
+}
+
+// Counts reads the counters. A file that cannot be read, or lacks its key,
+// counts 0.
+func (f CgroupFiles) Counts() LimitCounts {
+	return LimitCounts{OOMKills: counter(f.Memory, "oom_kill"), ForkRefusals: counter(f.Pids, "max")}
+}
+
+// Since names the limit whose counter moved since before: "memory" (first:
+// an OOM kill is what ended a command, even when forks failed too),
+// "pids", or "" when neither did.
+func (c LimitCounts) Since(before LimitCounts) string {
+	switch {
+	case c.OOMKills > before.OOMKills:
+		return "memory"
+	case c.ForkRefusals > before.ForkRefusals:
+		return "pids"
+	}
+	return ""
+}
+
+// OwnCgroupFiles are the counter files of the control groups this process
+// runs in, as a container shows them (a private cgroup namespace, or
+// Docker's view of cgroup v1): cgroup v2 at /sys/fs/cgroup, else the v1
+// memory and pids hierarchies. A file that does not exist is left out.
+func OwnCgroupFiles() CgroupFiles {
+	var f CgroupFiles
+	for _, c := range [][2]string{{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/pids.events"},
+		{"/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/pids/pids.events"}} {
+		if f.Memory == "" && exists(c[0]) {
+			f.Memory = c[0]
+		}
+		if f.Pids == "" && exists(c[1]) {
+			f.Pids = c[1]
+		}
+	}
+	return f
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// counter reads "key N" from a flat-keyed cgroup file.
+func counter(path, key string) int64 {
+	if path == "" {
+		return 0
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// RlimitHit names the rlimit behind a command's exit code, when one is:
+// "cpu_time" when the command (or a child whose death a shell reported as
+// 128+N) got SIGXCPU under a CPU-time limit, "file_size" for SIGXFSZ under
+// a file-size limit; "" otherwise. Signal numbers are Linux's.
+func RlimitHit(exitCode int, cpuTime, fileSize bool) string {
+	switch {
+	case cpuTime && exitCode == 128+sigXCPU:
+		return "cpu_time"
+	case fileSize && exitCode == 128+sigXFSZ:
+		return "file_size"
+	}
+	return ""
+}
+
+// SIGXCPU and SIGXFSZ on Linux (every architecture hutch builds for).
+const (
+	sigXCPU = 24
+	sigXFSZ = 25
+)
