@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -36,14 +37,14 @@ func NewToken() (string, error) {
 }
 
 // HTTPToken picks the bearer token the streamable HTTP transport demands,
-// from s:
+// from s (none for stdio, where HTTP is ""):
 //
 //   - HTTPNoAuth: no token (""), and a note saying that anyone who can
 //     reach the address can use every tool;
 //   - HTTPTokenFile naming an existing file: its content, trimmed. The file
-//     must be a regular file that neither group nor others can read or
-//     write, and the token 16 to 4096 printable ASCII characters without
-//     spaces;
+//     must be a regular file of this user's that neither group nor others
+//     can read or write, and the token 16 to 4096 printable ASCII
+//     characters without spaces;
 //   - HTTPTokenFile naming a missing file: a new token, written there with
 //     mode 0600 (never over an existing file);
 //   - neither: a new token, which the note shows (the operator hands it to
@@ -57,6 +58,8 @@ func HTTPToken(s Settings) (token, note string, err error) {
 		return "", "", fmt.Errorf("%w: --http-token-file and --http-no-auth apply to --http", sandbox.ErrConfig)
 	case s.HTTPNoAuth && s.HTTPTokenFile != "":
 		return "", "", fmt.Errorf("%w: --http-token-file and --http-no-auth contradict each other: keep one", sandbox.ErrConfig)
+	case s.HTTP == "":
+		return "", "", nil // stdio: nothing to authenticate
 	case s.HTTPNoAuth:
 		return "", "no authentication (--http-no-auth): anyone who can reach the address can use every tool", nil
 	case s.HTTPTokenFile == "":
@@ -98,6 +101,11 @@ func readToken(path string) (string, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%w: token file %s is not a regular file (%s)", sandbox.ErrConfig, path, fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		// Another user's file is theirs to read and rewrite, whatever its
+		// mode: a planted token.
+		return "", fmt.Errorf("%w: token file %s belongs to uid %d, not to this user (uid %d): use a file of your own", sandbox.ErrConfig, path, st.Uid, os.Geteuid())
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return "", fmt.Errorf("%w: token file %s is open to group or others (mode %04o): chmod 600 %s", sandbox.ErrConfig, path, perm, path)
@@ -166,6 +174,15 @@ func RequireToken(h http.Handler, token string) http.Handler {
 	})
 }
 
+// Bounds for HTTP peers that send nothing, holding a connection open: a
+// request head must arrive within headerTimeout, and a kept connection is
+// closed after idleTimeout without a request. There is no read or write
+// timeout, which would cut event streams. Variables for the tests.
+var (
+	headerTimeout = 10 * time.Second
+	idleTimeout   = 2 * time.Minute
+)
+
 // ServeHTTP serves cfg's tools over the streamable HTTP transport on addr
 // (host:port; a bare ":port" binds 127.0.0.1, never every interface) until
 // ctx ends. Every request needs token (see RequireToken) unless token is
@@ -183,7 +200,7 @@ func ServeHTTP(ctx context.Context, cfg Config, addr, token string, log io.Write
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: RequireToken(h, token)}
+	srv := &http.Server{Handler: RequireToken(h, token), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout}
 	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
 	defer stop()
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {

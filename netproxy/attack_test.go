@@ -483,15 +483,7 @@ func TestAttackHalfClosedTunnel(t *testing.T) {
 		<-release
 	})
 	var upClosed atomic.Int64
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, address)
-		if err != nil {
-			return nil, err
-		}
-		return &closeCounter{c.(*net.TCPConn), &upClosed}, nil
-	}
-	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{Dial: dial, HalfClosedTimeout: 800 * time.Millisecond})
+	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{Dial: countCloses(&upClosed), HalfClosedTimeout: 800 * time.Millisecond})
 
 	t.Run("control: an open tunnel stays, however quiet", func(t *testing.T) {
 		c := dialProxy(t, addr)
@@ -548,16 +540,8 @@ func TestAttackClientGoneWhileUpstreamSilent(t *testing.T) {
 		}
 	})
 	var upClosed atomic.Int64
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, address)
-		if err != nil {
-			return nil, err
-		}
-		return &onceCounter{TCPConn: c.(*net.TCPConn), n: &upClosed}, nil
-	}
 	const halfClosed = 800 * time.Millisecond
-	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{Dial: dial, HalfClosedTimeout: halfClosed})
+	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{Dial: countCloses(&upClosed), HalfClosedTimeout: halfClosed})
 	send := func(path string) net.Conn {
 		c := dialProxy(t, addr)
 		fmt.Fprintf(c, "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n", silent, path, silent)
@@ -615,27 +599,28 @@ func TestAttackClientGoneWhileUpstreamSilent(t *testing.T) {
 	})
 }
 
-// onceCounter counts TCP connections closed (once each, however often
-// Close is called).
-type onceCounter struct {
+// countCloses is a dialer whose connections count into n when closed
+// (once each, however often Close is called).
+func countCloses(n *atomic.Int64) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return &closeCounter{TCPConn: c.(*net.TCPConn), n: n}, nil
+	}
+}
+
+// closeCounter counts a TCP connection into n when it is first closed.
+type closeCounter struct {
 	*net.TCPConn
 	once sync.Once
 	n    *atomic.Int64
 }
 
-func (c *onceCounter) Close() error {
-	c.once.Do(func() { c.n.Add(1) })
-	return c.TCPConn.Close()
-}
-
-// closeCounter counts Close calls on a TCP connection.
-type closeCounter struct {
-	*net.TCPConn
-	n *atomic.Int64
-}
-
 func (c *closeCounter) Close() error {
-	c.n.Add(1)
+	c.once.Do(func() { c.n.Add(1) })
 	return c.TCPConn.Close()
 }
 
