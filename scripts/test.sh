@@ -58,6 +58,13 @@ if ! scripts/docker-up.sh; then
   if [ "${CI:-}" = true ]; then echo "docker is needed under CI"; exit 1; fi
   echo "-- no docker engine: the container tier's live tests will skip"
 fi
+# Podman too (scripts/podman-up.sh: podman and runc, the image loaded from
+# docker), for the podman runtime's live tests; the same rule applies.
+echo "== podman and test image"
+if ! scripts/podman-up.sh; then
+  if [ "${CI:-}" = true ]; then echo "podman is needed under CI"; exit 1; fi
+  echo "-- no podman: the podman live tests will skip"
+fi
 
 echo "== go test"
 go test -count=1 ./...

@@ -214,8 +214,15 @@ func (o Options) ImageArgs() []string {
 // StartArgs starts a stopped container.
 func (o Options) StartArgs(id string) []string { return o.cmd("start", id) }
 
-// RemoveArgs removes a container, running or not.
-func (o Options) RemoveArgs(id string) []string { return o.cmd("rm", "-f", id) }
+// RemoveArgs removes a container, running or not, killing it at once
+// (podman's rm -f would first wait 10 s for a stop signal that the
+// helper, as PID 1, does not obey).
+func (o Options) RemoveArgs(id string) []string {
+	if o.Runtime == Podman {
+		return o.cmd("rm", "-f", "-t", "0", id)
+	}
+	return o.cmd("rm", "-f", id)
+}
 
 // HardeningGaps lists, in plain words, every default hardening this
 // sandbox does not have: what the runtime cannot honour and what the

@@ -104,6 +104,7 @@ func TestRunArgsPodman(t *testing.T) {
 			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
 	o.Engine = Engine{Context: "machine"}
 	wantArgv(t, "podman connection", o.StartArgs("ID"), split("--connection machine --runtime runc --cgroup-manager cgroupfs start ID"))
+	wantArgv(t, "podman remove: no stop timeout", o.RemoveArgs("ID"), split("--connection machine --runtime runc --cgroup-manager cgroupfs rm -f -t 0 ID"))
 }
 
 func TestRunArgsApple(t *testing.T) {

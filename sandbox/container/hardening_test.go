@@ -462,27 +462,61 @@ func TestEnvIsPrivate(t *testing.T) {
 	})
 }
 
-func TestPodman(t *testing.T) {
+// needPodman fails under CI, and skips elsewhere, unless podman runs and
+// has the test image (scripts/podman-up.sh sets both up).
+func needPodman(t *testing.T) {
+	t.Helper()
+	why := ""
 	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman is not installed here; podman is optional, so its live tests run only where podman runs (also under CI)")
+		why = "podman is not installed"
+	} else if err := exec.Command("podman", "image", "exists", testImage).Run(); err != nil {
+		why = "podman has no image " + testImage
 	}
-	if err := exec.Command("podman", "image", "exists", testImage).Run(); err != nil {
-		t.Skipf("podman runs but has no image %s (podman import the busybox rootfs to run this test)", testImage)
+	if why == "" {
+		return
 	}
-	o := container.Options{Image: testImage, Runtime: container.Podman, Helper: staticHelper(t),
-		RuntimeArgs: []string{"--runtime", "runc", "--cgroup-manager", "cgroupfs"}, OpenFiles: 1024}
-	sb, err := container.New(o)
+	why += " (run scripts/docker-up.sh and scripts/podman-up.sh)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why + "; outside CI only")
+}
+
+// podmanSB is a podman sandbox on the helper path.
+func podmanSB(t *testing.T) *container.Sandbox {
+	t.Helper()
+	needPodman(t)
+	sb, err := container.New(container.Options{Image: testImage, Runtime: container.Podman, Helper: staticHelper(t), PidsLimit: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sb.Close()
+	t.Cleanup(func() { _ = sb.Close() })
+	if err := sb.Start(bg); err != nil {
+		t.Fatal(err)
+	}
+	if m, why := sb.Mode(); m != container.ModeHelper {
+		t.Fatalf("mode %q (%s), want the helper", m, why)
+	}
+	return sb
+}
+
+// The hardened defaults hold on podman too: no capabilities, no new
+// privileges, a read-only root, the process limit.
+func TestPodman(t *testing.T) {
+	sb := podmanSB(t)
 	if err := sb.Write(bg, "p.txt", []byte("podman")); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, sb, sandbox.Command{Shell: "cat p.txt; grep CapEff /proc/self/status"})
-	if !strings.HasPrefix(string(r.Stdout), "podman") || !strings.Contains(string(r.Stdout), "0000000000000000") {
-		t.Errorf("podman: %+v", r)
+	r := run(t, sb, sandbox.Command{Shell: "cat p.txt; echo; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; touch /root-write 2>&1; grep -h . /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null"})
+	for _, want := range []string{"podman\n", "CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Read-only file system", "\n64\n"} {
+		if !strings.Contains(string(r.Stdout), want) {
+			t.Errorf("podman: missing %q in %q (stderr %q)", want, r.Stdout, r.Stderr)
+		}
 	}
+}
+
+func TestConformancePodman(t *testing.T) {
+	sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox { return podmanSB(t) }, sandboxtest.Options{HostProcesses: true})
 }
 
 // A policy's writable directory is the host's, its denied paths stay
