@@ -3,14 +3,9 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"path/filepath"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/policy"
@@ -58,18 +53,8 @@ type Settings struct {
 // trailing documents are errors matching sandbox.ErrConfig.
 func LoadSettings(path string) (Settings, error) {
 	var s Settings
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return s, fmt.Errorf("%w: config %s: %v", sandbox.ErrConfig, path, err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
-		return s, fmt.Errorf("%w: config %s: %v", sandbox.ErrConfig, path, err)
-	}
-	var extra any
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return s, fmt.Errorf("%w: config %s: more than one YAML document", sandbox.ErrConfig, path)
+	if err := policy.DecodeYAMLFile(path, &s); err != nil {
+		return s, fmt.Errorf("%w: config %v", sandbox.ErrConfig, err)
 	}
 	return s, nil
 }
@@ -92,6 +77,14 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 	}()
 	if s.Tier == "" {
 		s.Tier = tier.Virtual
+	}
+	// Settings for another tier are refused, never ignored (a policy file
+	// that would not apply would leave the shell unconfined).
+	if (s.PolicyFile != "" || s.Isolation != nil) && s.Tier != tier.Isolated && s.Tier != tier.Container {
+		return cfg, close, fmt.Errorf("%w: a policy (policy, --policy and the policy flags) applies to the isolated or container tier, not %s", sandbox.ErrConfig, s.Tier)
+	}
+	if (s.Image != "" || s.Runtime != "" || s.Container != nil) && s.Tier != tier.Container {
+		return cfg, close, fmt.Errorf("%w: image, runtime and the container flags apply to the container tier, not %s", sandbox.ErrConfig, s.Tier)
 	}
 	if s.Tier == tier.Local {
 		// The MCP client picks the server's working directory (often "/"),

@@ -12,11 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -124,8 +126,10 @@ func (p Policy) Extend(q Policy) Policy {
 	out.DenyHosts = union(p.DenyHosts, q.DenyHosts)
 	switch {
 	case q.Network == NetworkAll || q.Network == NetworkNone:
-		// An explicit none or all replaces any allow-list.
-		out.Network, out.Hosts, out.DenyHosts = q.Network, nil, nil
+		// An explicit none or all replaces any allow-list; host entries
+		// given with it are kept, for Normalize to refuse (never dropped
+		// silently).
+		out.Network, out.Hosts, out.DenyHosts = q.Network, slices.Clone(q.Hosts), slices.Clone(q.DenyHosts)
 	case q.Network != "":
 		out.Network = q.Network
 	case len(q.Hosts) > 0 && out.Network != NetworkAll:
@@ -207,6 +211,14 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 		return p, configErr("memory limit %v is too small to start a program: give at least 16 MiB", l.Memory)
 	case l.CPUTime != 0 && l.CPUTime < time.Second:
 		return p, configErr("cpu time limit %v: the kernel counts whole seconds; give at least 1s", l.CPUTime)
+	case l.Processes > maxProcesses:
+		return p, configErr("process limit %d is more than any kernel allows (%d)", l.Processes, maxProcesses)
+	case l.Processes != 0 && l.Processes < minProcesses:
+		return p, configErr("process limit %d is too small to start a command: give at least %d", l.Processes, minProcesses)
+	case l.OpenFiles > maxOpenFiles:
+		return p, configErr("open-files limit %d is more than any kernel allows (%d)", l.OpenFiles, maxOpenFiles)
+	case l.OpenFiles != 0 && l.OpenFiles < minOpenFiles:
+		return p, configErr("open-files limit %d is too small to start a command: give at least %d", l.OpenFiles, minOpenFiles)
 	case p.Nice < 0 || p.Nice > 19:
 		return p, configErr("nice %d: give 0 (normal) to 19 (lowest priority)", p.Nice)
 	}
@@ -227,6 +239,16 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 	return p, nil
 }
 
+// Bounds on limits: a command needs a few processes and descriptors to
+// start (a shell, its pipes); the kernel takes no more than 4194304
+// processes (PID_MAX_LIMIT) or 1048576 open files by default (fs.nr_open).
+const (
+	minProcesses = 4
+	maxProcesses = 1 << 22
+	minOpenFiles = 16
+	maxOpenFiles = 1 << 20
+)
+
 func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: policy: %s", sandbox.ErrConfig, fmt.Sprintf(format, args...))
 }
@@ -241,6 +263,8 @@ func cleanPaths(in []string, cwd string) ([]string, error) {
 			return nil, configErr("path %q contains a NUL byte", p)
 		case len(p) > sandbox.MaxPathLen:
 			return nil, configErr("path is longer than %d bytes", sandbox.MaxPathLen)
+		case strings.HasPrefix(p, "~"):
+			return nil, configErr("path %q: hutch does not expand ~; give the absolute path", p)
 		}
 		if !filepath.IsAbs(p) {
 			if cwd == "" {
@@ -346,7 +370,7 @@ func (p Policy) Summary() string {
 		say("Memory limit %v.", l.Memory)
 	}
 	if l.CPUTime > 0 {
-		say("CPU time limit %v seconds.", int64(l.CPUTime.Seconds()))
+		say("CPU time limit %v seconds.", int64((l.CPUTime+time.Second-1)/time.Second)) // as enforced: whole seconds, rounded up
 	}
 	if l.Processes > 0 {
 		say("At most %d processes.", l.Processes)
@@ -390,14 +414,14 @@ func notIn(paths, known []string) []string {
 
 // fileForm is the YAML shape: durations and sizes as text.
 type fileForm struct {
-	Read    []string          `yaml:"read"`
-	Write   []string          `yaml:"write"`
-	Deny    []string          `yaml:"deny"`
+	Read    pathList          `yaml:"read"`
+	Write   pathList          `yaml:"write"`
+	Deny    pathList          `yaml:"deny"`
 	Network fileNetwork       `yaml:"network"`
 	Dir     string            `yaml:"dir"`
 	Timeout string            `yaml:"timeout"`
 	Limits  fileLimits        `yaml:"limits"`
-	Nice    int               `yaml:"nice"`
+	Nice    wholeNumber       `yaml:"nice"`
 	Env     map[string]string `yaml:"env"`
 	// Extends names a policy file this one widens (relative to this file).
 	Extends string `yaml:"extends"`
@@ -437,12 +461,49 @@ func (n *fileNetwork) UnmarshalYAML(node *yaml.Node) error {
 }
 
 type fileLimits struct {
-	Memory    Size   `yaml:"memory"`
-	CPUTime   string `yaml:"cpu_time"`
-	Processes int    `yaml:"processes"`
-	FileSize  Size   `yaml:"file_size"`
-	OpenFiles int    `yaml:"open_files"`
+	Memory    Size        `yaml:"memory"`
+	CPUTime   string      `yaml:"cpu_time"`
+	Processes wholeNumber `yaml:"processes"`
+	FileSize  Size        `yaml:"file_size"`
+	OpenFiles wholeNumber `yaml:"open_files"`
 }
+
+// pathList is a list of paths in a file, where YAML would otherwise turn
+// an entry written ~ or null into nothing at all (a deny entry silently
+// gone).
+type pathList []string
+
+func (l *pathList) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind != yaml.SequenceNode {
+		return fmt.Errorf("line %d: give a list of paths", node.Line)
+	}
+	for _, n := range node.Content {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+			return fmt.Errorf("line %d: a path list entry is empty or not a path (a bare ~ is YAML's null; quote paths)", n.Line)
+		}
+		*l = append(*l, n.Value)
+	}
+	return nil
+}
+
+// wholeNumber is an integer in a file; YAML would otherwise truncate 1.5
+// to 1 silently.
+type wholeNumber int
+
+func (w *wholeNumber) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind != yaml.ScalarNode || node.ShortTag() != "!!int" {
+		return fmt.Errorf("line %d: %q is not a whole number", node.Line, node.Value)
+	}
+	var v int
+	if err := node.Decode(&v); err != nil {
+		return err
+	}
+	*w = wholeNumber(v)
+	return nil
+}
+
+// maxFile bounds a policy file's size.
+const maxFile = 1 << 20
 
 // Load reads a YAML policy file strictly (unknown keys are errors). The
 // file widens the default policy, or the file named by its "extends" key.
@@ -455,15 +516,10 @@ func load(path string, depth int) (Policy, error) {
 	if depth > 8 {
 		return Policy{}, configErr("%s: too many nested extends", path)
 	}
-	data, err := os.ReadFile(path)
+	var f fileForm
+	err := DecodeYAMLFile(path, &f)
 	if err != nil {
 		return Policy{}, configErr("%v", err)
-	}
-	var f fileForm
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return Policy{}, configErr("%s: %v", path, err)
 	}
 	base := Default()
 	dir := filepath.Dir(path)
@@ -477,7 +533,7 @@ func load(path string, depth int) (Policy, error) {
 		}
 	}
 	q := Policy{Read: f.Read, Write: f.Write, Deny: f.Deny, Network: f.Network.Mode, Hosts: f.Network.Allow,
-		DenyHosts: f.Network.Deny, Dir: f.Dir, Nice: f.Nice, Env: maps.Clone(f.Env)}
+		DenyHosts: f.Network.Deny, Dir: f.Dir, Nice: int(f.Nice), Env: maps.Clone(f.Env)}
 	for _, list := range []*[]string{&q.Read, &q.Write, &q.Deny} {
 		if *list, err = cleanPaths(*list, dir); err != nil {
 			return Policy{}, fmt.Errorf("%s: %w", path, err)
@@ -489,7 +545,7 @@ func load(path string, depth int) (Policy, error) {
 	if q.Timeout, err = parseDuration(f.Timeout); err != nil {
 		return Policy{}, configErr("%s: timeout: %v", path, err)
 	}
-	q.Limits = Limits{Memory: f.Limits.Memory, Processes: f.Limits.Processes, FileSize: f.Limits.FileSize, OpenFiles: f.Limits.OpenFiles}
+	q.Limits = Limits{Memory: f.Limits.Memory, Processes: int(f.Limits.Processes), FileSize: f.Limits.FileSize, OpenFiles: int(f.Limits.OpenFiles)}
 	if q.Limits.CPUTime, err = parseDuration(f.Limits.CPUTime); err != nil {
 		return Policy{}, configErr("%s: cpu_time: %v", path, err)
 	}
@@ -505,4 +561,61 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (write 30s, 5m, 1h)", s)
 	}
 	return d, nil
+}
+
+// DecodeYAMLFile decodes the YAML file at path (at most 1 MiB, a regular
+// file) into v strictly: unknown keys, and any document after the first,
+// are errors naming the file. An empty file leaves v as it is.
+func DecodeYAMLFile(path string, v any) error {
+	data, err := ReadConfigFile(path, maxFile)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: more than one YAML document: keep one per file", path)
+	}
+	return nil
+}
+
+// ReadConfigFile reads a settings or policy file of at most max bytes. It
+// refuses what is not a regular file (a FIFO would block the start, a
+// device never end) before reading, and says which it was.
+func ReadConfigFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		kind := "a special file"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeDir != 0:
+			kind = "a directory"
+		case t&fs.ModeNamedPipe != 0:
+			kind = "a named pipe"
+		case t&fs.ModeDevice != 0:
+			kind = "a device"
+		case t&fs.ModeSocket != 0:
+			kind = "a socket"
+		}
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, kind)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
 }

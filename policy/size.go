@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -31,12 +32,16 @@ func ParseSize(s string) (Size, error) {
 		}
 		num = strings.TrimSpace(num)
 		n, err := strconv.ParseFloat(num, 64)
-		if err != nil || n < 0 || strings.ContainsAny(num, "eE") {
+		if err != nil || n < 0 || math.IsNaN(n) || strings.ContainsAny(num, "eEpPxX") {
 			break
 		}
 		v := n * float64(u.mult)
-		if v > float64(1<<62) {
+		switch {
+		case v > float64(1<<62):
 			return 0, fmt.Errorf("size %q is too large", s)
+		case v != math.Trunc(v):
+			// 0.5 would read as 0, which means no limit at all.
+			return 0, fmt.Errorf("size %q is not a whole number of bytes: give bytes or a larger unit's fraction (0.5G)", s)
 		}
 		return Size(v), nil
 	}

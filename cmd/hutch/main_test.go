@@ -21,6 +21,7 @@ import (
 // The test binary is also the isolated tier's helper, as hutch is.
 func TestMain(m *testing.M) {
 	helper.Main()
+	review5Child()
 	os.Exit(m.Run())
 }
 

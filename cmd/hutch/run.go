@@ -78,6 +78,9 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 	if f.tier != tier.Container && containerFlagsSet(c.Flags()) {
 		return fmt.Errorf("--image and the other container flags apply to --tier container, not %s", f.tier)
 	}
+	if (f.tier == tier.Isolated || f.tier == tier.Container) && c.Flags().Changed("root") {
+		return fmt.Errorf("--root applies to --tier local or virtual; in the %s tier give --write DIR --dir DIR", f.tier)
+	}
 	switch f.tier {
 	case tier.Isolated:
 		timeout := time.Duration(0)

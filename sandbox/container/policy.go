@@ -21,7 +21,8 @@ import (
 //     a readable path inside a writable one needs no bind of its own;
 //   - denied paths that exist inside a bind are masked (an empty directory,
 //     or the null device for a file); denied paths elsewhere are not in
-//     the container at all;
+//     the container at all, nor is any readable or writable path inside
+//     one (deny wins; a note says so);
 //   - the network is none or all (an allow-list is an error: only the
 //     isolated tier enforces one); the start directory becomes the working
 //     directory (a bind covers it when it is writable, so the container's
@@ -47,11 +48,22 @@ func FromPolicy(p policy.Policy, base Options) (Options, []string, error) {
 	under := func(path string, dirs []string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return path == d || strings.HasPrefix(path, d+"/") })
 	}
+	// Deny wins: a path inside a denied one is not bound at all, as the
+	// isolated tier hides it under the denied path's mask.
+	denied := func(path string) bool {
+		if under(path, p.Deny) {
+			notes = append(notes, fmt.Sprintf("%s is inside a denied path: not bound (deny wins)", path))
+			return true
+		}
+		return false
+	}
 	for _, w := range p.Write {
-		o.Binds = append(o.Binds, Bind{Source: w, Target: w, Writable: true})
+		if !denied(w) {
+			o.Binds = append(o.Binds, Bind{Source: w, Target: w, Writable: true})
+		}
 	}
 	for _, r := range p.Read {
-		if slices.Contains(policy.SystemPaths, r) || under(r, p.Write) {
+		if slices.Contains(policy.SystemPaths, r) || under(r, p.Write) || denied(r) {
 			continue
 		}
 		o.Binds = append(o.Binds, Bind{Source: r, Target: r})
