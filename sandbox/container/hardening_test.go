@@ -491,13 +491,7 @@ func podmanSB(t *testing.T) *container.Sandbox {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sb.Close() })
-	if err := sb.Start(bg); err != nil {
-		t.Fatal(err)
-	}
-	if m, why := sb.Mode(); m != container.ModeHelper {
-		t.Fatalf("mode %q (%s), want the helper", m, why)
-	}
-	return sb
+	return onHelper(t, sb)
 }
 
 // The hardened defaults hold on podman too: no capabilities, no new

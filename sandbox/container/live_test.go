@@ -120,16 +120,21 @@ func newSB(t testing.TB, o container.Options) *container.Sandbox {
 	return sb
 }
 
+// onHelper starts sb and fails unless it runs on the helper path.
+func onHelper(t testing.TB, sb *container.Sandbox) *container.Sandbox {
+	t.Helper()
+	if err := sb.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m, why := sb.Mode(); m != container.ModeHelper {
+		t.Fatalf("mode %q (%s), want the helper", m, why)
+	}
+	return sb
+}
+
 func TestConformanceHelper(t *testing.T) {
 	sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox {
-		sb := newSB(t, container.Options{})
-		if err := sb.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if m, why := sb.Mode(); m != container.ModeHelper {
-			t.Fatalf("mode %q (%s), want the helper", m, why)
-		}
-		return sb
+		return onHelper(t, newSB(t, container.Options{}))
 	}, sandboxtest.Options{HostProcesses: true})
 }
 
