@@ -51,11 +51,16 @@ func (p *policyFlags) build(fl *pflag.FlagSet, dir string, timeout time.Duration
 		}
 	}
 	q := policy.Policy{Read: p.read, Write: p.write, Deny: p.deny, Dir: dir, Nice: p.nice, Timeout: timeout, DenyHosts: p.networkDeny}
+	if fl.Changed("network-deny") && len(p.networkDeny) == 0 {
+		return base, fmt.Errorf("--network-deny names no host: give entries (--network-deny evil.example.com)")
+	}
 	if hosts, ok := strings.CutPrefix(p.network, "allow="); ok {
 		q.Network = policy.NetworkAllow
-		for _, h := range strings.Split(hosts, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				q.Hosts = append(q.Hosts, h)
+		if strings.TrimSpace(hosts) != "" {
+			// Every entry, empty ones too: the list's parser refuses
+			// those, as it does in --network-deny.
+			for _, h := range strings.Split(hosts, ",") {
+				q.Hosts = append(q.Hosts, strings.TrimSpace(h))
 			}
 		}
 	} else {
