@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -87,7 +88,7 @@ func HTTPToken(s Settings) (token, note string, err error) {
 // readToken reads and checks a token file; a missing file matches
 // fs.ErrNotExist.
 func readToken(path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO must not hang the start
+	f, fi, err := policy.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
@@ -95,13 +96,6 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: token file %s is not a regular file (%s)", sandbox.ErrConfig, path, fi.Mode().Type())
-	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
 		// Another user's file is theirs to read and rewrite, whatever its
 		// mode: a planted token.

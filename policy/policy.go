@@ -583,20 +583,36 @@ func DecodeYAMLFile(path string, v any) error {
 	return nil
 }
 
-// ReadConfigFile reads a settings or policy file of at most max bytes. It
-// refuses what is not a regular file (a FIFO would block the start, a
-// device never end) before reading, and says which it was.
+// ReadConfigFile reads a settings or policy file of at most max bytes
+// (see OpenRegular).
 func ReadConfigFile(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, _, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
+// OpenRegular opens a file hutch reads its settings from, and refuses,
+// before reading, what is not a regular file (a FIFO would block the
+// start, a device never end), saying which it was. The FileInfo is the
+// open file's (not the path's, which may have changed since). A missing
+// file matches fs.ErrNotExist.
+func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
 		kind := "a special file"
 		switch t := fi.Mode().Type(); {
 		case t&fs.ModeDir != 0:
@@ -608,14 +624,11 @@ func ReadConfigFile(path string, max int64) ([]byte, error) {
 		case t&fs.ModeSocket != 0:
 			kind = "a socket"
 		}
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, kind)
+		err = fmt.Errorf("%s is %s, not a regular file", path, kind)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, err
+		f.Close()
+		return nil, nil, err
 	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
-	}
-	return data, nil
+	return f, fi, nil
 }

@@ -25,7 +25,9 @@ var containerFlagNames = []string{"image", "runtime", "engine-context", "engine-
 
 func (f *containerFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.o.Image, "image", "", "container: the image to run (required; no default)")
-	fl.StringVar(&f.runtime, "runtime", "docker", "container: docker, podman or apple")
+	// No default here: an unset runtime is "" so that a config file's
+	// runtime applies, and the container package then picks docker.
+	fl.StringVar(&f.runtime, "runtime", "", "container: docker (default), podman or apple")
 	fl.StringVar(&f.o.Engine.Context, "engine-context", "", "container: docker context or podman connection to use (remote engines)")
 	fl.StringVar(&f.o.Engine.Host, "engine-host", "", "container: docker daemon address or podman service URL (remote engines)")
 	fl.StringVar(&f.o.Name, "container-name", "", "container: name and identity label (default hutch-<random>)")

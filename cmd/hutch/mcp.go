@@ -56,9 +56,6 @@ missing), or made fresh and printed on stderr.`,
 				if err != nil {
 					return err
 				}
-				if !c.Flags().Changed("runtime") {
-					o.Runtime = "" // the config's runtime (or the default) applies
-				}
 				settings.Container = &o
 			}
 			if policyFlagsSet(c.Flags()) {
