@@ -23,6 +23,8 @@ func confineOps(b *builder, job Job) error {
 	if n := job.Policy.Nice; n > 0 {
 		b.call("nice", unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, uintptr(n))
 	}
+	// Landlock and seccomp each need it; once is enough.
+	b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 	b.landlock(job)
 	b.dropCapabilities()
 	return b.seccomp()
@@ -81,9 +83,13 @@ const readRights = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.Access
 // adds to the mount namespace; it is not the only wall): nothing when
 // the kernel has no Landlock (hutch check says so). A path missing in the
 // sandbox gets no rule.
+// landlockABI is the kernel's Landlock ABI version, asked once per
+// process.
+var landlockABI = sync.OnceValues(llsys.LandlockGetABIVersion)
+
 func (b *builder) landlock(job Job) {
 	p := job.Policy
-	abi, err := llsys.LandlockGetABIVersion()
+	abi, err := landlockABI()
 	if err != nil || abi < 1 {
 		return
 	}
@@ -106,7 +112,6 @@ func (b *builder) landlock(job Job) {
 			b.landlockRule(rs, path, r.access&handled)
 		}
 	}
-	b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 	b.call("landlock: enforcing the ruleset", unix.SYS_LANDLOCK_RESTRICT_SELF, 0, 0).in[0] = rs
 	b.close(rs)
 }
@@ -174,7 +179,6 @@ func (b *builder) seccomp() error {
 	}
 	b.p.keep = append(b.p.keep, filters)
 	fprog := &unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 	b.call("loading the seccomp filter", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, ptr(b, fprog))
 	return nil
 }

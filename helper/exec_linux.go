@@ -129,13 +129,18 @@ func reapUntil(pid int) (Status, error) {
 		if got != pid {
 			continue
 		}
-		st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
-			CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
-		if ws.Signaled() {
-			st.Signal = int(ws.Signal())
-		}
-		return st, nil
+		return statusOf(ws, &ru), nil
 	}
+}
+
+// statusOf is how a process ended, from its wait status and usage.
+func statusOf(ws unix.WaitStatus, ru *unix.Rusage) Status {
+	st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
+		CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
+	if ws.Signaled() {
+		st.Signal = int(ws.Signal())
+	}
+	return st
 }
 
 // unreachable puts this helper out of reach of the commands it starts

@@ -168,34 +168,24 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 		syncW.Close()
 	}
 
-	stop := make(chan struct{})
-	defer close(stop)
+	defer context.AfterFunc(ctx, kill)()
 	var timer *time.Timer
 	if timeout > 0 {
 		timer = time.AfterFunc(timeout, func() { killed.Store(true); kill() })
-		defer timer.Stop()
 	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			kill()
-		case <-stop:
-		}
-	}()
 	var rec oneShotRecord
 	_, readErr := io.ReadFull(statusR, unsafe.Slice((*byte)(unsafe.Pointer(&rec)), unsafe.Sizeof(rec)))
 	if timer != nil {
 		timer.Stop()
 	}
+	var ws unix.WaitStatus
+	var werr error
 	if readErr == nil {
 		// PID 1 has killed everything else and reported; its own exit
 		// (which also waits for its namespace to empty) need not hold
 		// the caller up.
 		go func() { _, _ = reap() }()
-	}
-	var ws unix.WaitStatus
-	var werr error
-	if readErr != nil {
+	} else {
 		ws, werr = reap()
 	}
 	switch {
@@ -218,13 +208,7 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 		}
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", kind, p.failure(int(rec.Op), uintptr(rec.Errno)))
 	}
-	cmd := unix.WaitStatus(rec.Status)
-	st = Status{Exited: cmd.Exited(), ExitCode: cmd.ExitStatus(), MaxRSSKiB: rec.Rusage.Maxrss,
-		CPUMillis: (rec.Rusage.Utime.Nano() + rec.Rusage.Stime.Nano()) / 1e6}
-	if cmd.Signaled() {
-		st.Signal = int(cmd.Signal())
-	}
-	return st, false, nil
+	return statusOf(unix.WaitStatus(rec.Status), &rec.Rusage), false, nil
 }
 
 // CloneFlags are the namespaces every isolated sandbox gets: user, mount,

@@ -130,9 +130,6 @@ func (p *program) failure(i int, errno uintptr) error {
 	if i < 0 {
 		return nil
 	}
-	if i >= len(p.what) {
-		return fmt.Errorf("step %d: %w", i, syscall.Errno(errno))
-	}
 	if errno == errTypeChanged && p.ops[i].kind == opType {
 		return fmt.Errorf("%s: the path changed type while the sandbox was built", p.what[i])
 	}

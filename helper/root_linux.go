@@ -80,15 +80,14 @@ func (b *builder) root(p policy.Policy) error {
 	// A /proc of the sandbox's PID namespace, made while the host's /proc
 	// is still in view: the kernel refuses a new /proc in a user
 	// namespace that shows none.
-	proc := b.newMount("proc", "mode=0555", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	proc := b.newMount("proc", "", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 
 	// The new root: a copy of the host's root when the policy lists "/",
 	// else an empty tmpfs; mounted on /tmp (any directory will do), made
 	// the root, and the host's root detached.
 	if rootBind != nil {
 		t := b.copyTree("/", unix.S_IFDIR, rootBind.writable)
-		b.call("placing the root", unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str("/tmp"), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = t
-		b.close(t)
+		b.mountAt("placing the root", t, "/tmp")
 	} else {
 		b.call("mounting the new root", unix.SYS_MOUNT, b.str("tmpfs"), b.str("/tmp"), b.str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, b.str("mode=0755"))
 	}
@@ -233,8 +232,7 @@ func (b *builder) placeBind(bd bind) {
 		b.mkdirAll(bd.path, false)
 		b.call("creating "+bd.path, unix.SYS_MKNODAT, cwd, b.str(bd.path), unix.S_IFREG|0o600, 0).okErrs = 1 << unix.EEXIST
 	}
-	b.call("binding "+bd.path, unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str(bd.path), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = bd.tree
-	b.close(bd.tree)
+	b.mountAt("binding "+bd.path, bd.tree, bd.path)
 }
 
 // privateTmp appends mounting the sandbox's own empty /tmp.
@@ -295,8 +293,7 @@ func (b *builder) dev(devs map[string]uint8, size string) {
 		}
 		dst := "/dev/" + d
 		b.call("creating "+dst, unix.SYS_MKNODAT, cwd, b.str(dst), unix.S_IFREG|0o666, 0)
-		b.call("binding "+dst, unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str(dst), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = t
-		b.close(t)
+		b.mountAt("binding "+dst, t, dst)
 	}
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
 		b.call("linking /dev/"+l[0], unix.SYS_SYMLINKAT, b.str(l[1]), cwd, b.str("/dev/"+l[0]))
@@ -311,26 +308,35 @@ func (b *builder) dev(devs map[string]uint8, size string) {
 // hidden (as container runtimes do: with hutch running as root, the
 // sandbox's root would otherwise pass their permission checks).
 func (b *builder) proc(mnt uint8) {
-	const ro = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
 	b.mkdirAll("/proc", true)
-	b.call("mounting /proc", unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str("/proc"), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = mnt
+	b.mountAt("mounting /proc", mnt, "/proc")
+	for _, p := range []struct {
+		name string
+		hide bool
+	}{{"sys", false}, {"sysrq-trigger", false}, {"bus", false}, {"fs", false}, {"irq", false},
+		{"kcore", true}, {"keys", true}, {"timer_list", true}, {"sched_debug", true}, {"latency_stats", true},
+		{"acpi", true}, {"scsi", true}, {"kmsg", true}} {
+		fd := b.slot()
+		start := b.mark()
+		b.call("opening /proc/"+p.name, unix.SYS_OPENAT, cwd, b.str("/proc/"+p.name), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC).out = fd
+		if p.hide {
+			b.mask("hiding /proc/"+p.name, fd)
+		} else {
+			b.onItself("making /proc/"+p.name+" read-only", fd, readOnly)
+		}
+		b.close(fd)
+		b.skipTo(start, unix.ENOENT)
+	}
+}
+
+// readOnly are the attributes of a mount nothing may change or run from.
+const readOnly = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
+
+// mountAt appends attaching the detached mount in slot mnt at path, then
+// closing mnt.
+func (b *builder) mountAt(what string, mnt uint8, path string) {
+	b.call(what, unix.SYS_MOVE_MOUNT, 0, b.str(""), cwd, b.str(path), unix.MOVE_MOUNT_F_EMPTY_PATH).in[0] = mnt
 	b.close(mnt)
-	for _, p := range []string{"sys", "sysrq-trigger", "bus", "fs", "irq"} {
-		fd := b.slot()
-		start := b.mark()
-		b.call("opening /proc/"+p, unix.SYS_OPENAT, cwd, b.str("/proc/"+p), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC).out = fd
-		b.onItself("making /proc/"+p+" read-only", fd, ro)
-		b.close(fd)
-		b.skipTo(start, unix.ENOENT)
-	}
-	for _, p := range []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi", "kmsg"} {
-		fd := b.slot()
-		start := b.mark()
-		b.call("opening /proc/"+p, unix.SYS_OPENAT, cwd, b.str("/proc/"+p), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC).out = fd
-		b.mask("hiding /proc/"+p, fd)
-		b.close(fd)
-		b.skipTo(start, unix.ENOENT)
-	}
 }
 
 // newMount appends making a detached mount of a new filesystem of type
@@ -339,7 +345,7 @@ func (b *builder) newMount(fstype, option string, attrs uintptr) uint8 {
 	what := "mounting a new " + fstype
 	fs, mnt := b.slot(), b.slot()
 	b.call(what, unix.SYS_FSOPEN, b.str(fstype), unix.FSOPEN_CLOEXEC).out = fs
-	if k, v, ok := strings.Cut(option, "="); ok && fstype != "proc" {
+	if k, v, ok := strings.Cut(option, "="); ok {
 		b.call(what, unix.SYS_FSCONFIG, 0, unix.FSCONFIG_SET_STRING, b.str(k), b.str(v), 0).in[0] = fs
 	}
 	b.call(what, unix.SYS_FSCONFIG, 0, unix.FSCONFIG_CMD_CREATE, 0, 0, 0).in[0] = fs
@@ -352,15 +358,14 @@ func (b *builder) newMount(fstype, option string, attrs uintptr) uint8 {
 // mask appends hiding what slot fd holds open: a directory under an empty
 // read-only tmpfs, a file under an empty file nobody may read.
 func (b *builder) mask(what string, fd uint8) {
-	const ro = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
 	b.ifDir(what, fd, func() {
-		b.mountOn(what, b.newMount("tmpfs", "mode=0755", ro), fd)
+		b.mountOn(what, b.newMount("tmpfs", "mode=0755", readOnly), fd)
 	}, func() {
 		const empty = "/.hutch-denied"
 		tree := b.slot()
 		b.call(what, unix.SYS_MKNODAT, cwd, b.str(empty), unix.S_IFREG, 0).okErrs = 1 << unix.EEXIST
 		b.call(what, unix.SYS_OPEN_TREE, cwd, b.str(empty), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = tree
-		b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro).in[0] = tree
+		b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, readOnly).in[0] = tree
 		b.mountOn(what, tree, fd)
 	})
 }

@@ -132,9 +132,13 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
-// files are the counter files of the limits set here.
+// files are the counter files of the limits set here: none for a nil
+// cgroup (no groups), whose counts are then always 0.
 func (cg *cgroup) files() helper.CgroupFiles {
 	var f helper.CgroupFiles
+	if cg == nil {
+		return f
+	}
 	if cg.memory {
 		f.Memory = filepath.Join(cg.dirs["memory"], "memory.oom_control")
 		if cg.v2 {
@@ -147,16 +151,13 @@ func (cg *cgroup) files() helper.CgroupFiles {
 	return f
 }
 
-// counts is a snapshot of the limit counters (OOM kills, refused forks),
-// to tell which limit one command hit in a sandbox that runs many.
-func (cg *cgroup) counts() helper.LimitCounts { return cg.files().Counts() }
-
-// hitSince names the limit whose counter moved since before.
-func (cg *cgroup) hitSince(before helper.LimitCounts) string { return cg.counts().Since(before) }
-
 // remove deletes the groups once their processes are gone (the PID
-// namespace dies with its init, but the kernel may take a moment).
+// namespace dies with its init, but the kernel may take a moment). A nil
+// cgroup has nothing to remove.
 func (cg *cgroup) remove() {
+	if cg == nil {
+		return
+	}
 	seen := map[string]bool{}
 	for _, dir := range cg.dirs {
 		if seen[dir] {

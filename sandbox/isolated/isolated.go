@@ -78,12 +78,12 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	defer cg.remove()
 	var join func(int) error
 	if cg != nil {
-		defer cg.remove()
 		join = cg.add
 	}
-	return runCommand(ctx, cmd, pol, baseEnv(pol), cg, func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
+	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
 		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, timeout)
@@ -118,9 +118,7 @@ func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
 		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
 	}
 	if pol.Limits.Processes > 0 && !job.PidsByCgroup && os.Getuid() == 0 {
-		if cg != nil {
-			cg.remove()
-		}
+		cg.remove()
 		if cgErr == nil {
 			cgErr = errors.New("no pids cgroup controller")
 		}
@@ -196,14 +194,9 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	if err != nil {
 		return nil, err
 	}
-	dropGroups := func() {
-		if cg != nil {
-			cg.remove()
-		}
-	}
 	hostEnd, sandboxEnd, err := helper.SocketPair()
 	if err != nil {
-		dropGroups()
+		cg.remove()
 		return nil, err
 	}
 	defer sandboxEnd.Close() // also closed right after the start: see below
@@ -214,7 +207,7 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	if pol.Network == policy.NetworkAllow {
 		bad := func(err error) (*Sandbox, error) {
 			hostEnd.Close()
-			dropGroups()
+			cg.remove()
 			return nil, err
 		}
 		list, err := netproxy.NewList(pol.Hosts, pol.DenyHosts)
@@ -246,7 +239,7 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 		if netHost != nil {
 			netHost.Close()
 		}
-		dropGroups()
+		cg.remove()
 		return nil, err
 	}
 	startErr := c.Start()
@@ -506,7 +499,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		rec = s.proxy.Record()
 		defer rec.Stop()
 	}
-	out, err := runCommand(ctx, cmd, s.pol, env, s.cg, func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
+	out, err := runCommand(ctx, cmd, s.pol, env, s.cg.files(), func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
 		// The init enforces the timeout. This bound is for an init that
 		// no longer answers at all: the session is closed rather than
 		// waited on.
@@ -544,7 +537,7 @@ type starter func(ctx context.Context, spec *helper.Job, files [3]*os.File, time
 // feeds its stdin, captures (and tees) its output, and makes the Result,
 // with the limit that stopped it when one did. env is the policy's
 // environment, to which cmd.Env adds.
-func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env map[string]string, cg *cgroup, start starter) (sandbox.Result, error) {
+func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env map[string]string, limits helper.CgroupFiles, start starter) (sandbox.Result, error) {
 	if cmd.Timeout == 0 {
 		cmd.Timeout = pol.Timeout
 	}
@@ -584,10 +577,7 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 		}
 		pipes[0][1].Close()
 	}()
-	var before helper.LimitCounts
-	if cg != nil {
-		before = cg.counts()
-	}
+	before := limits.Counts()
 	begin := time.Now()
 	st, timedOut, err := start(ctx, spec, [3]*os.File{pipes[0][0], pipes[1][1], pipes[2][1]}, cmd.Timeout)
 	// Our copies of the child's ends: close them so the readers see EOF.
@@ -607,10 +597,7 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 	if out.TimedOut {
 		return out, nil
 	}
-	if cg != nil {
-		out.Limit = cg.hitSince(before)
-	}
-	if out.Limit == "" {
+	if out.Limit = limits.Counts().Since(before); out.Limit == "" {
 		out.Limit = limitFor(out, st, pol.Limits)
 	}
 	return out, nil
@@ -654,9 +641,7 @@ func (s *Sandbox) Close() error {
 		<-s.netDone
 		_ = s.proxy.Close()
 	}
-	if s.cg != nil {
-		s.cg.remove()
-	}
+	s.cg.remove()
 	return nil
 }
 
