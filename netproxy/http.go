@@ -265,7 +265,6 @@ func (s *session) forward(ctx context.Context, req *http.Request, up **upstream)
 		return false
 	}
 	resp.Body.Close()
-	s.stopWatching()
 	if upstreamDone {
 		(*up).close()
 		*up = nil

@@ -567,9 +567,17 @@ func parseDuration(s string) (time.Duration, error) {
 // file) into v strictly: unknown keys, and any document after the first,
 // are errors naming the file. An empty file leaves v as it is.
 func DecodeYAMLFile(path string, v any) error {
-	data, err := ReadConfigFile(path, maxFile)
+	f, _, err := OpenRegular(path)
 	if err != nil {
 		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return err
+	}
+	if len(data) > maxFile {
+		return fmt.Errorf("%s is larger than %d bytes", path, maxFile)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -581,24 +589,6 @@ func DecodeYAMLFile(path string, v any) error {
 		return fmt.Errorf("%s: more than one YAML document: keep one per file", path)
 	}
 	return nil
-}
-
-// ReadConfigFile reads a settings or policy file of at most max bytes
-// (see OpenRegular).
-func ReadConfigFile(path string, max int64) ([]byte, error) {
-	f, _, err := OpenRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
-	}
-	return data, nil
 }
 
 // OpenRegular opens a file hutch reads its settings from, and refuses,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hutchsandbox/hutch/mcpserver"
+	"github.com/hutchsandbox/hutch/tier"
 )
 
 func newMCPCmd() *cobra.Command {
@@ -49,7 +50,7 @@ missing), or made fresh and printed on stderr.`,
 				settings = overlay(file, s, c.Flags())
 			}
 			if containerFlagsSet(c.Flags()) {
-				if settings.Tier != "container" {
+				if settings.Tier != tier.Container {
 					return fmt.Errorf("--image and the other container flags apply to --tier container")
 				}
 				o, err := cf.options()
@@ -59,7 +60,7 @@ missing), or made fresh and printed on stderr.`,
 				settings.Container = &o
 			}
 			if policyFlagsSet(c.Flags()) {
-				if settings.Tier != "isolated" && settings.Tier != "container" {
+				if settings.Tier != tier.Isolated && settings.Tier != tier.Container {
 					return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated or container")
 				}
 				if pf.file == "" {

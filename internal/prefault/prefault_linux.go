@@ -52,7 +52,7 @@ func populate() (r report) {
 	buf := mapsBuf
 	mapsBuf = nil
 	probe := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	n := readFile("/proc/self/maps", buf)
+	n := sysReadFile("/proc/self/maps", buf)
 	heap, text := find(buf[:n], probe, funcPC(populate))
 
 	if heap.hi != 0 {
@@ -75,12 +75,6 @@ func madvise(s span, advice uintptr) errno {
 // record whose first word is the code's address.
 func funcPC(f func() report) uintptr {
 	return **(**uintptr)(unsafe.Pointer(&f))
-}
-
-// readFile reads what fits of the file at path into buf with raw system
-// calls and returns how much it read.
-func readFile(path string, buf []byte) int {
-	return sysReadFile(path, buf)
 }
 
 // find returns, from the text of /proc/self/maps, the writable mapping

@@ -46,7 +46,7 @@ func openRead(path string) (fd uintptr, ok bool) {
 // error).
 func sysReadFile(path string, buf []byte) int {
 	fd, ok := openRead(path)
-	if !ok || len(buf) == 0 {
+	if !ok {
 		return 0
 	}
 	defer rawSyscall(sysClose, fd, 0, 0)
