@@ -118,9 +118,43 @@ func TestReview5LoadFractionalIntegers(t *testing.T) {
 // pids cgroup here ... invalid argument" — the host is blamed for a typo;
 // "open files limit: operation not permitted").
 func TestReview5NormalizeBoundsHugeLimits(t *testing.T) {
-	for _, l := range []policy.Limits{{Processes: 99999999999}, {OpenFiles: 99999999999}} {
+	for _, l := range []policy.Limits{{Processes: 99999999999}, {OpenFiles: 99999999999}, {Processes: 1<<22 + 1}, {OpenFiles: 1<<20 + 1}} {
 		if _, err := (policy.Policy{Limits: l}).Normalize("/"); err == nil {
 			t.Errorf("Normalize accepted %+v; want an error naming the largest value", l)
+		}
+	}
+	// Too small to start a command, and the bounds themselves (accepted).
+	for _, c := range []struct {
+		l  policy.Limits
+		ok bool
+	}{
+		{policy.Limits{Processes: 3}, false}, {policy.Limits{OpenFiles: 15}, false},
+		{policy.Limits{Processes: 4}, true}, {policy.Limits{OpenFiles: 16}, true},
+		{policy.Limits{Processes: 1 << 22}, true}, {policy.Limits{OpenFiles: 1 << 20}, true},
+	} {
+		_, err := (policy.Policy{Limits: c.l}).Normalize("/")
+		if (err == nil) != c.ok {
+			t.Errorf("Normalize(%+v): %v, want accepted %v", c.l, err, c.ok)
+		}
+	}
+}
+
+// A policy file larger than 1 MiB is refused before it is parsed; one of
+// exactly 1 MiB is read.
+func TestLoadSizeBound(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		size int
+		ok   bool
+	}{{1 << 20, true}, {1<<20 + 1, false}} {
+		p := filepath.Join(dir, "p.yaml")
+		body := "read: [/opt]\n" + strings.Repeat("#", c.size-len("read: [/opt]\n"))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := policy.Load(p)
+		if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), "larger than")) {
+			t.Errorf("a %d-byte file: %v, want accepted %v", c.size, err, c.ok)
 		}
 	}
 }
@@ -168,6 +202,7 @@ func TestReview5LoadHolds(t *testing.T) {
 	}
 	for name, body := range map[string]string{
 		"duplicate key":         "read: [/a]\nread: [/]\n",
+		"paths not a list":      "read: /a\n",
 		"duplicate network key": "network: {allow: [example.com], allow: [10.0.0.0/8]}\n",
 		"billion laughs":        strings.Join(laughs, "\n") + "\nread: *a9\n",
 		"network bad kind":      "network: [all]\n",
