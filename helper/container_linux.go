@@ -48,15 +48,39 @@ func containerMain(args []string) (code int, ok bool) {
 	case "init":
 		return containerInit(), true
 	case "serve":
-		if len(args) != 2 {
-			fmt.Fprintln(os.Stderr, "hutch-helper: usage: hutch-helper serve ROOT")
+		cpu, root, err := serveArgs(args[1:])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--cpu-time=SECONDS] ROOT)\n", err)
 			return 2, true
 		}
-		return serveStream(os.Stdin, os.Stdout, args[1]), true
+		return serveStream(os.Stdin, os.Stdout, root, cpu), true
 	case "reaper":
 		return reaperMain(), true
 	}
 	return 0, false
+}
+
+// serveArgs reads serve's arguments: an optional --cpu-time=SECONDS (a
+// whole number from 1 up), then the root, an absolute path.
+func serveArgs(args []string) (cpuSecs uint64, root string, err error) {
+	if len(args) == 2 {
+		v, ok := strings.CutPrefix(args[0], "--cpu-time=")
+		if !ok {
+			return 0, "", fmt.Errorf("unknown option %q", args[0])
+		}
+		cpuSecs, err = strconv.ParseUint(v, 10, 32)
+		if err != nil || cpuSecs == 0 {
+			return 0, "", fmt.Errorf("--cpu-time=%s: want a whole number of seconds from 1 up", v)
+		}
+		args = args[1:]
+	}
+	if len(args) != 1 {
+		return 0, "", errors.New("want one root")
+	}
+	if !path.IsAbs(args[0]) {
+		return 0, "", fmt.Errorf("root %q is not an absolute path", args[0])
+	}
+	return cpuSecs, args[0], nil
 }
 
 // containerInit is an idle PID 1: it reaps every orphan that comes to it
@@ -87,6 +111,10 @@ type streamServer struct {
 	// limits are the container's own cgroup counters, read around each
 	// command to tell which limit (memory, pids) it hit.
 	limits CgroupFiles
+	// cpuSecs, when not 0, is the CPU-time limit of every command: each
+	// reaper is given it (soft; SIGKILL a second later) before it starts
+	// one, and hands it down. The server itself lives without it.
+	cpuSecs uint64
 
 	mu   sync.Mutex
 	ops  map[uint64]*srvOp
@@ -105,14 +133,14 @@ type srvOp struct {
 	cancelOnce     sync.Once
 }
 
-func serveStream(in io.Reader, out io.Writer, root string) int {
+func serveStream(in io.Reader, out io.Writer, root string, cpuSecs uint64) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
 	files, err := local.New(root, local.Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
-	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), ops: map[uint64]*srvOp{}}
+	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), cpuSecs: cpuSecs, ops: map[uint64]*srvOp{}}
 	defer s.shutdown()
 	go s.prewarm()
 	if err := s.fw.WriteJSON(FrameHello, 0, Hello{Version: StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
@@ -370,6 +398,8 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 			pipes[2][0].Close()
 		})
 		res = Response{Status: &Status{Signal: int(syscall.SIGKILL)}}
+	} else if res.Done {
+		r.discard() // it retires (see reaperMain)
 	} else {
 		s.giveBack(r)
 	}
@@ -473,7 +503,7 @@ func feed(fw *FrameWriter, id uint64, in *Inbox, w *os.File) {
 const maxIdleReapers = 2
 
 func (s *streamServer) prewarm() {
-	if r, err := startReaper(); err == nil {
+	if r, err := s.startReaper(); err == nil {
 		s.giveBack(r)
 	}
 }
@@ -487,7 +517,7 @@ func (s *streamServer) takeReaper() (*reaperProc, error) {
 		return r, nil
 	}
 	s.mu.Unlock()
-	return startReaper()
+	return s.startReaper()
 }
 
 func (s *streamServer) giveBack(r *reaperProc) {
@@ -521,7 +551,11 @@ type reaperProc struct {
 	conn *Conn
 }
 
-func startReaper() (*reaperProc, error) {
+// startReaper starts a reaper, under the commands' CPU-time limit when
+// there is one: set from here (prlimit) before the reaper is given any
+// command, so no command ever runs without it, and any failure to set it
+// is this call's error.
+func (s *streamServer) startReaper() (*reaperProc, error) {
 	host, child, err := SocketPair()
 	if err != nil {
 		return nil, err
@@ -538,7 +572,15 @@ func startReaper() (*reaperProc, error) {
 		return nil, fmt.Errorf("starting a reaper: %w", err)
 	}
 	go func() { _ = c.Wait() }()
-	return &reaperProc{cmd: c, sock: host, conn: NewConn(int(host.Fd()))}, nil
+	r := &reaperProc{cmd: c, sock: host, conn: NewConn(int(host.Fd()))}
+	if s.cpuSecs > 0 {
+		lim := unix.Rlimit{Cur: s.cpuSecs, Max: s.cpuSecs + 1}
+		if err := unix.Prlimit(c.Process.Pid, unix.RLIMIT_CPU, &lim, nil); err != nil {
+			r.discard()
+			return nil, fmt.Errorf("setting the CPU-time limit of a reaper: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // discard closes the reaper's socket: it ends what it runs and exits.
@@ -594,11 +636,25 @@ func reaperMain() int {
 	for r := range reqs {
 		cancelled.Store(false)
 		res := runReaped(r.req, r.files)
-		if err := conn.Send(res); err != nil {
+		// A CPU-time limit binds this reaper's own (small) use too:
+		// it retires at half of it, long before the limit could stop
+		// it, and the server starts a fresh one.
+		res.Done = cpuHalfUsed(ownCPULimit())
+		if err := conn.Send(res); err != nil || res.Done {
 			return 0
 		}
 	}
 	return 0
+}
+
+// ownCPULimit is this process's soft CPU-time limit; 0 when there is none
+// (or it cannot be read).
+func ownCPULimit() time.Duration {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_CPU, &lim) != nil || lim.Cur == unix.RLIM_INFINITY || lim.Cur > 1<<32 {
+		return 0
+	}
+	return time.Duration(lim.Cur) * time.Second
 }
 
 // runReaped runs one command and ends every process it started.

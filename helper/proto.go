@@ -49,7 +49,8 @@ type Response struct {
 	Files    []string          `json:"files,omitempty"`
 	Status   *Status           `json:"status,omitempty"`
 	TimedOut bool              `json:"timed_out,omitempty"`
-	// Done, from a runner, says it takes no further command.
+	// Done, from a runner or a container helper's reaper, says it takes no
+	// further command.
 	Done bool `json:"done,omitempty"`
 }
 

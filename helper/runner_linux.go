@@ -168,7 +168,13 @@ func endAll() {
 // the limit binds the runner's own (small) use too, so it hands over to a
 // fresh runner long before the limit could stop it.
 func retiring(job Job) bool {
-	limit := job.Policy.Limits.CPUTime
+	return cpuHalfUsed(time.Duration(job.Policy.Limits.CPUTime))
+}
+
+// cpuHalfUsed reports whether this process has used half of limit in CPU
+// time (user and system); never for no limit (0), always when its usage
+// cannot be read.
+func cpuHalfUsed(limit time.Duration) bool {
 	if limit <= 0 {
 		return false
 	}
@@ -177,7 +183,7 @@ func retiring(job Job) bool {
 		return true
 	}
 	used := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return used >= time.Duration(limit)/2
+	return used >= limit/2
 }
 
 // runnerState is what of the runner a command can change from outside

@@ -3,6 +3,7 @@ package container
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The runtime's command lines, as pure functions of the (normalized)
@@ -87,11 +88,14 @@ func (o Options) RunArgs(name, helper string, asInit bool) []string {
 		a = append(a, "--cpus", strconv.FormatFloat(o.CPUs, 'f', -1, 64))
 	}
 	if o.Runtime != Apple {
-		if o.CPUTime > 0 {
+		if o.CPUTime > 0 && helper == "" {
 			// SIGXCPU at the limit, as in the isolated tier (a result then
 			// names cpu_time); SIGKILL a second later for a command that
-			// catches it.
-			secs := int64((o.CPUTime + 999_999_999) / 1_000_000_000)
+			// catches it. With the helper, its reapers set this limit on
+			// each command instead (HelperArgs): a container-wide limit
+			// would bind the helper's own long-lived server too, which
+			// the runtime would then kill mid-session.
+			secs := o.cpuSeconds()
 			a = append(a, "--ulimit", "cpu="+strconv.FormatInt(secs, 10)+":"+strconv.FormatInt(secs+1, 10))
 		}
 		if o.FileSize > 0 {
@@ -170,8 +174,21 @@ func (o Options) boundAt(dir string) bool {
 
 // HelperArgs is the argv that starts the helper's stream server in the
 // running container id (once per session).
+// With a CPU-time limit (not on Apple's runtime, which sets no rlimits),
+// the server is told it: it sets the limit on each command it starts
+// rather than living under it (see RunArgs).
 func (o Options) HelperArgs(id string) []string {
-	return o.cmd("exec", "-i", id, HelperPath, "serve", o.WorkDir)
+	a := o.cmd("exec", "-i", id, HelperPath, "serve")
+	if o.CPUTime > 0 && o.Runtime != Apple {
+		a = append(a, "--cpu-time="+strconv.FormatInt(o.cpuSeconds(), 10))
+	}
+	return append(a, o.WorkDir)
+}
+
+// cpuSeconds is the CPU-time limit in the whole seconds rlimits count,
+// rounded up.
+func (o Options) cpuSeconds() int64 {
+	return int64((o.CPUTime + time.Second - 1) / time.Second)
 }
 
 // ExecArgs is the argv of one command run through the runtime (the

@@ -55,19 +55,27 @@ func TestRunArgsDockerDefaults(t *testing.T) {
 			"--read-only --tmpfs /workspace:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev "+
 			"--pids-limit 512 -w /workspace --entrypoint /bin/sh img -c"), keepAlive)
 	wantArgv(t, "keep-alive, no helper", got, want)
+	wantArgv(t, "helper, no CPU-time limit", o.HelperArgs("ID"), split("exec -i ID /.hutch/hutch-helper serve /workspace"))
 	if gaps := o.HardeningGaps(); len(gaps) != 0 {
 		t.Errorf("docker defaults have gaps: %q", gaps)
 	}
 }
 
-// fullFlags: what full() gives on docker and podman alike, between the
-// labels and the helper.
-const fullFlags = "--network bridge --cap-drop ALL --cap-add NET_BIND_SERVICE --security-opt no-new-privileges " +
-	"--read-only --tmpfs /w:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev " +
-	"--pids-limit 64 --memory 536870912 --cpus 1.5 " +
-	"--ulimit cpu=2:3 --ulimit fsize=1048576:1048576 --ulimit nofile=256:256 " +
-	"--user 1000:1000 " +
-	"--mount type=bind,source=/src,target=/w/src,readonly --mount type=bind,source=/out,target=/out "
+// fullFlags is what full() gives on docker and podman alike, between the
+// labels and the helper. The CPU-time rlimit is the container's only
+// without the helper: with it, the helper sets it on each command.
+func fullFlags(helper bool) string {
+	cpu := "--ulimit cpu=2:3 "
+	if helper {
+		cpu = ""
+	}
+	return "--network bridge --cap-drop ALL --cap-add NET_BIND_SERVICE --security-opt no-new-privileges " +
+		"--read-only --tmpfs /w:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev " +
+		"--pids-limit 64 --memory 536870912 --cpus 1.5 " +
+		cpu + "--ulimit fsize=1048576:1048576 --ulimit nofile=256:256 " +
+		"--user 1000:1000 " +
+		"--mount type=bind,source=/src,target=/w/src,readonly --mount type=bind,source=/out,target=/out "
+}
 
 func TestRunArgsDockerFull(t *testing.T) {
 	o := full(Docker)
@@ -76,13 +84,18 @@ func TestRunArgsDockerFull(t *testing.T) {
 	wantArgv(t, "docker", o.RunArgs("box", "/h/hutch", true), split(
 		"--context remote-ctx "+
 			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+
-			fullFlags+
+			fullFlags(true)+
 			"--mount type=bind,source=/h/hutch,target=/.hutch/hutch-helper,readonly "+
 			"-w /w --entrypoint /.hutch/hutch-helper img:1 init"))
 	o.Engine = Engine{Host: "ssh://me@build"}
 	wantArgv(t, "docker host", o.ExecArgs("ID", true, "/tmp/env", "cat", "f"),
 		split("--host ssh://me@build exec -i --env-file /tmp/env ID cat f"))
-	wantArgv(t, "helper", o.HelperArgs("ID"), split("--host ssh://me@build exec -i ID /.hutch/hutch-helper serve /w"))
+	wantArgv(t, "helper", o.HelperArgs("ID"), split("--host ssh://me@build exec -i ID /.hutch/hutch-helper serve --cpu-time=2 /w"))
+	wantArgv(t, "docker, no helper", o.RunArgs("box", "", false), append(split(
+		"--host ssh://me@build "+
+			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+
+			fullFlags(false)+
+			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
 	wantArgv(t, "find", o.FindArgs("box"),
 		split("--host ssh://me@build ps -a -q --no-trunc --filter label=hutch.sandbox.id=box --filter label=hutch.sandbox.runtime=docker"))
 	wantArgv(t, "state", o.StateArgs("ID"), split("--host ssh://me@build inspect --type container --format {{.State.Running}} ID"))
@@ -100,7 +113,7 @@ func TestRunArgsPodman(t *testing.T) {
 	wantArgv(t, "podman", o.RunArgs("box", "", false), append(split(
 		"--url unix:///run/podman/podman.sock --runtime runc --cgroup-manager cgroupfs "+
 			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=podman "+
-			fullFlags+
+			fullFlags(false)+
 			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
 	o.Engine = Engine{Context: "machine"}
 	wantArgv(t, "podman connection", o.StartArgs("ID"), split("--connection machine --runtime runc --cgroup-manager cgroupfs start ID"))
@@ -116,6 +129,7 @@ func TestRunArgsApple(t *testing.T) {
 			"--memory 536870912 --cpus 1.5 --user 1000:1000 "+
 			"-v /src:/w/src:ro -v /out:/out:rw -v /h/hutch:/.hutch/hutch-helper:ro "+
 			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
+	wantArgv(t, "apple helper: no CPU-time limit to hand down", o.HelperArgs("ID"), split("exec -i ID /.hutch/hutch-helper serve /w"))
 	wantArgv(t, "apple gaps", o.HardeningGaps(), []string{
 		"no-new-privileges: not supported by Apple's container runtime",
 		"tmpfs under a read-only root: Apple's container runtime does not make it writable (bind a host directory read-write at the working directory, or set WritableRoot)",

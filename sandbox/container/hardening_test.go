@@ -563,3 +563,49 @@ func TestStartFailure(t *testing.T) {
 		t.Errorf("error is not one line: %q", err)
 	}
 }
+
+// A CPU-time limit binds each command, never hutch's own long-lived helper
+// server: the runtime would otherwise kill the server once a session's
+// output had cost it the limit in CPU, and the session's next operation
+// would fail. On the helper path the container has no CPU-time rlimit and
+// each command gets it from its reaper; on the fallback the container has
+// it (there is no server).
+func TestCPULimitBindsCommandsNotTheHelper(t *testing.T) {
+	const limit = "Max cpu time              1                    2                    seconds"
+	modes(t, func(t *testing.T, o container.Options) {
+		o.CPUTime = time.Second
+		sb := newSB(t, o)
+		r := run(t, sb, sandbox.Command{Shell: "grep 'Max cpu time' /proc/self/limits"})
+		if got := strings.TrimSpace(string(r.Stdout)); got != limit {
+			t.Errorf("the command's limit: %q, want %q (stderr %q)", got, limit, r.Stderr)
+		}
+		r = run(t, sb, sandbox.Command{Shell: "while :; do :; done", Timeout: 20 * time.Second})
+		if r.Limit != "cpu_time" {
+			t.Errorf("a CPU loop: limit %q, signal %q, timed out %v", r.Limit, r.Signal, r.TimedOut)
+		}
+		if m, _ := sb.Mode(); m != container.ModeHelper {
+			return
+		}
+		// The shell's parent is its reaper; the reaper's is the server.
+		r = run(t, sb, sandbox.Command{Shell: `server=$(cut -d' ' -f4 /proc/$PPID/stat); grep 'Max cpu time' /proc/$server/limits; cat /proc/$server/comm`})
+		if out := string(r.Stdout); !strings.Contains(out, "Max cpu time              unlimited            unlimited") ||
+			!strings.Contains(out, "hutch-helper") {
+			t.Errorf("the helper server's limit: %q (stderr %q), want none", out, r.Stderr)
+		}
+	})
+}
+
+// Where the helper cannot run, a CPU-time limit is refused with the reason
+// and the fix, rather than commands running in a container that was made
+// without the limit for the helper's sake.
+func TestCPULimitNeedsTheHelper(t *testing.T) {
+	bogus := t.TempDir() + "/hutch"
+	if err := os.WriteFile(bogus, bytes.Repeat([]byte{0x7f, 'x'}, 64), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb := newSB(t, container.Options{Helper: bogus, CPUTime: time.Second})
+	_, err := sb.Exec(bg, sandbox.Command{Shell: "echo must not run"})
+	if !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), "CPU-time limit") || !strings.Contains(err.Error(), "NoHelper") {
+		t.Errorf("exec without the helper under a CPU-time limit: %v", err)
+	}
+}
