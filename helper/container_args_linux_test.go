@@ -10,13 +10,15 @@ import (
 func TestServeArgs(t *testing.T) {
 	for _, c := range []struct {
 		args    []string
-		cpu     uint64
+		lim     CommandLimits
 		root    string
 		wantErr string
 	}{
 		{args: []string{"/w"}, root: "/w"},
-		{args: []string{"--cpu-time=2", "/w"}, cpu: 2, root: "/w"},
-		{args: []string{"--cpu-time=4294967295", "/w"}, cpu: 4294967295, root: "/w"},
+		{args: []string{"--cpu-time=2", "/w"}, lim: CommandLimits{CPUSeconds: 2}, root: "/w"},
+		{args: []string{"--open-files=16", "/w"}, lim: CommandLimits{OpenFiles: 16}, root: "/w"},
+		{args: []string{"--open-files=64", "--cpu-time=2", "/w"}, lim: CommandLimits{CPUSeconds: 2, OpenFiles: 64}, root: "/w"},
+		{args: []string{"--cpu-time=4294967295", "/w"}, lim: CommandLimits{CPUSeconds: 4294967295}, root: "/w"},
 		{args: nil, wantErr: "want one root"},
 		{args: []string{""}, wantErr: "not an absolute path"},
 		{args: []string{"w"}, wantErr: "not an absolute path"},
@@ -26,48 +28,56 @@ func TestServeArgs(t *testing.T) {
 		{args: []string{"--cpu-time=-1", "/w"}, wantErr: "from 1 up"},
 		{args: []string{"--cpu-time=1.5", "/w"}, wantErr: "from 1 up"},
 		{args: []string{"--cpu-time=", "/w"}, wantErr: "from 1 up"},
+		{args: []string{"--cpu-time", "/w"}, wantErr: "from 1 up"},
 		{args: []string{"--cpu-time=4294967296", "/w"}, wantErr: "from 1 up"},
-		{args: []string{"--cpu-time=2", "/w", "/x"}, wantErr: "want one root"},
+		{args: []string{"--open-files=15", "/w"}, wantErr: "from 16 up"},
+		{args: []string{"--open-files=0", "/w"}, wantErr: "from 16 up"},
+		{args: []string{"--cpu-time=2", "--cpu-time=3", "/w"}, wantErr: "given twice"},
+		{args: []string{"--cpu-time=2", "/w", "/x"}, wantErr: "unknown option"},
 		{args: []string{"--memory=2", "/w"}, wantErr: "unknown option"},
 	} {
-		cpu, root, err := serveArgs(c.args)
+		lim, root, err := serveArgs(c.args)
 		switch {
 		case c.wantErr != "":
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("%q: %v, want an error with %q", c.args, err, c.wantErr)
 			}
-		case err != nil || cpu != c.cpu || root != c.root:
-			t.Errorf("%q: cpu %d, root %q, %v; want %d, %q", c.args, cpu, root, err, c.cpu, c.root)
+		case err != nil || lim != c.lim || root != c.root:
+			t.Errorf("%q: %+v, root %q, %v; want %+v, %q", c.args, lim, root, err, c.lim, c.root)
 		}
 	}
 }
 
 // FuzzServeArgs: whatever the arguments, serveArgs answers without
-// panicking, and what it accepts is a root and a limit of 0 (none) or a
-// whole number of seconds it was given.
+// panicking, and what it accepts is an absolute root and limits that are
+// none or within their bounds.
 func FuzzServeArgs(f *testing.F) {
-	f.Add("--cpu-time=2", "/w", true)
-	f.Add("/w", "", false)
-	f.Add("--cpu-time=0x10", "/w", true)
-	f.Fuzz(func(t *testing.T, a, b string, two bool) {
-		args := []string{a}
-		if two {
-			args = append(args, b)
-		}
-		cpu, root, err := serveArgs(args)
+	f.Add("--cpu-time=2", "--open-files=16", "/w", uint8(3))
+	f.Add("/w", "", "", uint8(1))
+	f.Add("--cpu-time=0x10", "/w", "", uint8(2))
+	f.Fuzz(func(t *testing.T, a, b, c string, n uint8) {
+		args := []string{a, b, c}[:n%4]
+		lim, root, err := serveArgs(args)
 		if err != nil {
 			return
 		}
-		if root != args[len(args)-1] {
+		if !path.IsAbs(root) || root != args[len(args)-1] {
 			t.Fatalf("%q: root %q", args, root)
 		}
-		if !path.IsAbs(root) || two != (cpu != 0) {
-			t.Fatalf("%q: cpu %d, root %q", args, cpu, root)
+		if lim.CPUSeconds > 1<<32-1 || (lim.OpenFiles != 0 && lim.OpenFiles < MinOpenFiles) || lim.OpenFiles > 1<<32-1 {
+			t.Fatalf("%q: limits %+v", args, lim)
 		}
-		if v, ok := strings.CutPrefix(a, "--cpu-time="); two && (!ok || v == "" || strings.Trim(v, "0123456789") != "") {
-			t.Fatalf("%q: cpu %d from %q", args, cpu, a)
+		if set := btoi(lim.CPUSeconds != 0) + btoi(lim.OpenFiles != 0); set != len(args)-1 {
+			t.Fatalf("%q: %d options, %d limits set", args, len(args)-1, set)
 		}
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cpuHalfUsed: never without a limit, not for a limit far above what this

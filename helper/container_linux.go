@@ -48,39 +48,62 @@ func containerMain(args []string) (code int, ok bool) {
 	case "init":
 		return containerInit(), true
 	case "serve":
-		cpu, root, err := serveArgs(args[1:])
+		lim, root, err := serveArgs(args[1:])
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--cpu-time=SECONDS] ROOT)\n", err)
+			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--cpu-time=SECONDS] [--open-files=N] ROOT)\n", err)
 			return 2, true
 		}
-		return serveStream(os.Stdin, os.Stdout, root, cpu), true
+		return serveStream(os.Stdin, os.Stdout, root, lim), true
 	case "reaper":
 		return reaperMain(), true
 	}
 	return 0, false
 }
 
-// serveArgs reads serve's arguments: an optional --cpu-time=SECONDS (a
-// whole number from 1 up), then the root, an absolute path.
-func serveArgs(args []string) (cpuSecs uint64, root string, err error) {
-	if len(args) == 2 {
-		v, ok := strings.CutPrefix(args[0], "--cpu-time=")
-		if !ok {
-			return 0, "", fmt.Errorf("unknown option %q", args[0])
+// CommandLimits are the resource limits the container helper sets on each
+// command it starts, rather than the runtime on the whole container: hutch's
+// own long-lived server must not live under them (a CPU-time limit would
+// kill it once a session's output had cost it that much; an open-files
+// limit small enough for a command leaves it no descriptors for the
+// command's pipes). 0 means none.
+type CommandLimits struct {
+	CPUSeconds uint64 // RLIMIT_CPU soft; SIGKILL one second later
+	OpenFiles  uint64 // RLIMIT_NOFILE, soft and hard
+}
+
+// serveArgs reads serve's arguments: the optional limits
+// (--cpu-time=SECONDS, a whole number from 1 up; --open-files=N, from
+// MinOpenFiles up), each at most once, then the root, an absolute path.
+func serveArgs(args []string) (lim CommandLimits, root string, err error) {
+	for len(args) > 1 {
+		name, v, _ := strings.Cut(args[0], "=")
+		var dst *uint64
+		min := uint64(1)
+		switch name {
+		case "--cpu-time":
+			dst = &lim.CPUSeconds
+		case "--open-files":
+			dst, min = &lim.OpenFiles, MinOpenFiles
+		default:
+			return lim, "", fmt.Errorf("unknown option %q", args[0])
 		}
-		cpuSecs, err = strconv.ParseUint(v, 10, 32)
-		if err != nil || cpuSecs == 0 {
-			return 0, "", fmt.Errorf("--cpu-time=%s: want a whole number of seconds from 1 up", v)
+		n, err := strconv.ParseUint(v, 10, 32)
+		switch {
+		case *dst != 0:
+			return lim, "", fmt.Errorf("%s given twice", name)
+		case err != nil || n < min:
+			return lim, "", fmt.Errorf("%s=%s: want a whole number from %d up", name, v, min)
 		}
+		*dst = n
 		args = args[1:]
 	}
 	if len(args) != 1 {
-		return 0, "", errors.New("want one root")
+		return lim, "", errors.New("want one root")
 	}
 	if !path.IsAbs(args[0]) {
-		return 0, "", fmt.Errorf("root %q is not an absolute path", args[0])
+		return lim, "", fmt.Errorf("root %q is not an absolute path", args[0])
 	}
-	return cpuSecs, args[0], nil
+	return lim, args[0], nil
 }
 
 // containerInit is an idle PID 1: it reaps every orphan that comes to it
@@ -111,10 +134,9 @@ type streamServer struct {
 	// limits are the container's own cgroup counters, read around each
 	// command to tell which limit (memory, pids) it hit.
 	limits CgroupFiles
-	// cpuSecs, when not 0, is the CPU-time limit of every command: each
-	// reaper is given it (soft; SIGKILL a second later) before it starts
-	// one, and hands it down. The server itself lives without it.
-	cpuSecs uint64
+	// cmdLimits bind every command: each reaper is given them before it
+	// starts one, and hands them down. The server itself lives without.
+	cmdLimits CommandLimits
 
 	mu   sync.Mutex
 	ops  map[uint64]*srvOp
@@ -133,14 +155,14 @@ type srvOp struct {
 	cancelOnce     sync.Once
 }
 
-func serveStream(in io.Reader, out io.Writer, root string, cpuSecs uint64) int {
+func serveStream(in io.Reader, out io.Writer, root string, lim CommandLimits) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
 	files, err := local.New(root, local.Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
-	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), cpuSecs: cpuSecs, ops: map[uint64]*srvOp{}}
+	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
 	defer s.shutdown()
 	go s.prewarm()
 	if err := s.fw.WriteJSON(FrameHello, 0, Hello{Version: StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
@@ -551,10 +573,9 @@ type reaperProc struct {
 	conn *Conn
 }
 
-// startReaper starts a reaper, under the commands' CPU-time limit when
-// there is one: set from here (prlimit) before the reaper is given any
-// command, so no command ever runs without it, and any failure to set it
-// is this call's error.
+// startReaper starts a reaper under the commands' limits: set from here
+// (prlimit) before the reaper is given any command, so no command ever
+// runs without them, and any failure to set one is this call's error.
 func (s *streamServer) startReaper() (*reaperProc, error) {
 	host, child, err := SocketPair()
 	if err != nil {
@@ -573,14 +594,28 @@ func (s *streamServer) startReaper() (*reaperProc, error) {
 	}
 	go func() { _ = c.Wait() }()
 	r := &reaperProc{cmd: c, sock: host, conn: NewConn(int(host.Fd()))}
-	if s.cpuSecs > 0 {
-		lim := unix.Rlimit{Cur: s.cpuSecs, Max: s.cpuSecs + 1}
-		if err := unix.Prlimit(c.Process.Pid, unix.RLIMIT_CPU, &lim, nil); err != nil {
-			r.discard()
-			return nil, fmt.Errorf("setting the CPU-time limit of a reaper: %w", err)
-		}
+	if err := s.cmdLimits.set(c.Process.Pid); err != nil {
+		r.discard()
+		return nil, fmt.Errorf("setting a reaper's limits: %w", err)
 	}
 	return r, nil
+}
+
+// set gives process pid the limits (none for a 0).
+func (l CommandLimits) set(pid int) error {
+	if l.CPUSeconds > 0 {
+		lim := unix.Rlimit{Cur: l.CPUSeconds, Max: l.CPUSeconds + 1}
+		if err := unix.Prlimit(pid, unix.RLIMIT_CPU, &lim, nil); err != nil {
+			return fmt.Errorf("CPU time: %w", err)
+		}
+	}
+	if l.OpenFiles > 0 {
+		lim := unix.Rlimit{Cur: l.OpenFiles, Max: l.OpenFiles}
+		if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
+			return fmt.Errorf("open files: %w", err)
+		}
+	}
+	return nil
 }
 
 // discard closes the reaper's socket: it ends what it runs and exits.

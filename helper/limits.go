@@ -105,3 +105,8 @@ const (
 	sigXCPU = 24
 	sigXFSZ = 25
 )
+
+// MinOpenFiles is the smallest open-files limit the container helper takes
+// (see CommandLimits): a reaper lives under the limit it hands down and
+// needs about ten descriptors of its own.
+const MinOpenFiles = 16

@@ -88,13 +88,14 @@ func (o Options) RunArgs(name, helper string, asInit bool) []string {
 		a = append(a, "--cpus", strconv.FormatFloat(o.CPUs, 'f', -1, 64))
 	}
 	if o.Runtime != Apple {
+		// CPU time and open files bind the whole container only without
+		// the helper: with it, the helper sets them on each command
+		// instead (HelperArgs), so that its own long-lived server is not
+		// bound by them (see helper.CommandLimits).
 		if o.CPUTime > 0 && helper == "" {
 			// SIGXCPU at the limit, as in the isolated tier (a result then
 			// names cpu_time); SIGKILL a second later for a command that
-			// catches it. With the helper, its reapers set this limit on
-			// each command instead (HelperArgs): a container-wide limit
-			// would bind the helper's own long-lived server too, which
-			// the runtime would then kill mid-session.
+			// catches it.
 			secs := o.cpuSeconds()
 			a = append(a, "--ulimit", "cpu="+strconv.FormatInt(secs, 10)+":"+strconv.FormatInt(secs+1, 10))
 		}
@@ -102,7 +103,7 @@ func (o Options) RunArgs(name, helper string, asInit bool) []string {
 			s := strconv.FormatInt(o.FileSize, 10)
 			a = append(a, "--ulimit", "fsize="+s+":"+s)
 		}
-		if o.OpenFiles > 0 {
+		if o.OpenFiles > 0 && helper == "" {
 			s := strconv.Itoa(o.OpenFiles)
 			a = append(a, "--ulimit", "nofile="+s+":"+s)
 		}
@@ -174,15 +175,26 @@ func (o Options) boundAt(dir string) bool {
 
 // HelperArgs is the argv that starts the helper's stream server in the
 // running container id (once per session).
-// With a CPU-time limit (not on Apple's runtime, which sets no rlimits),
-// the server is told it: it sets the limit on each command it starts
-// rather than living under it (see RunArgs).
+// The server is told the CPU-time and open-files limits (not on Apple's
+// runtime, which sets no rlimits): it sets them on each command it starts
+// rather than living under them (see RunArgs).
 func (o Options) HelperArgs(id string) []string {
 	a := o.cmd("exec", "-i", id, HelperPath, "serve")
-	if o.CPUTime > 0 && o.Runtime != Apple {
-		a = append(a, "--cpu-time="+strconv.FormatInt(o.cpuSeconds(), 10))
+	if o.Runtime != Apple {
+		if o.CPUTime > 0 {
+			a = append(a, "--cpu-time="+strconv.FormatInt(o.cpuSeconds(), 10))
+		}
+		if o.OpenFiles > 0 {
+			a = append(a, "--open-files="+strconv.Itoa(o.OpenFiles))
+		}
 	}
 	return append(a, o.WorkDir)
+}
+
+// helperLimits reports whether the helper sets limits the container does
+// not have (RunArgs with a helper): then commands must not run without it.
+func (o Options) helperLimits() bool {
+	return o.Runtime != Apple && (o.CPUTime > 0 || o.OpenFiles > 0)
 }
 
 // cpuSeconds is the CPU-time limit in the whole seconds rlimits count,

@@ -62,17 +62,18 @@ func TestRunArgsDockerDefaults(t *testing.T) {
 }
 
 // fullFlags is what full() gives on docker and podman alike, between the
-// labels and the helper. The CPU-time rlimit is the container's only
-// without the helper: with it, the helper sets it on each command.
+// labels and the helper. The CPU-time and open-files rlimits are the
+// container's only without the helper: with it, the helper sets them on
+// each command.
 func fullFlags(helper bool) string {
-	cpu := "--ulimit cpu=2:3 "
+	rlimits := "--ulimit cpu=2:3 --ulimit fsize=1048576:1048576 --ulimit nofile=256:256 "
 	if helper {
-		cpu = ""
+		rlimits = "--ulimit fsize=1048576:1048576 "
 	}
 	return "--network bridge --cap-drop ALL --cap-add NET_BIND_SERVICE --security-opt no-new-privileges " +
 		"--read-only --tmpfs /w:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev " +
 		"--pids-limit 64 --memory 536870912 --cpus 1.5 " +
-		cpu + "--ulimit fsize=1048576:1048576 --ulimit nofile=256:256 " +
+		rlimits +
 		"--user 1000:1000 " +
 		"--mount type=bind,source=/src,target=/w/src,readonly --mount type=bind,source=/out,target=/out "
 }
@@ -90,7 +91,7 @@ func TestRunArgsDockerFull(t *testing.T) {
 	o.Engine = Engine{Host: "ssh://me@build"}
 	wantArgv(t, "docker host", o.ExecArgs("ID", true, "/tmp/env", "cat", "f"),
 		split("--host ssh://me@build exec -i --env-file /tmp/env ID cat f"))
-	wantArgv(t, "helper", o.HelperArgs("ID"), split("--host ssh://me@build exec -i ID /.hutch/hutch-helper serve --cpu-time=2 /w"))
+	wantArgv(t, "helper", o.HelperArgs("ID"), split("--host ssh://me@build exec -i ID /.hutch/hutch-helper serve --cpu-time=2 --open-files=256 /w"))
 	wantArgv(t, "docker, no helper", o.RunArgs("box", "", false), append(split(
 		"--host ssh://me@build "+
 			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+
@@ -205,6 +206,7 @@ func TestConfigErrors(t *testing.T) {
 		{"memory", Options{Image: "i", Memory: 1024}, "memory limit"},
 		{"negative", Options{Image: "i", CPUs: -1}, "must not be negative"},
 		{"cpu time", Options{Image: "i", CPUTime: time.Millisecond}, "whole seconds"},
+		{"open files", Options{Image: "i", OpenFiles: 15}, "give at least 16"},
 		{"pids", Options{Image: "i", PidsLimit: -5}, "pids limit"},
 		{"user", Options{Image: "i", User: "root --privileged"}, "user"},
 		{"env", Options{Image: "i", Env: map[string]string{"A=B": "c"}}, "environment variable"},

@@ -321,10 +321,10 @@ func (s *Sandbox) bringUp(ctx context.Context, id string) error {
 			if gerr := s.checkRunning(ctx, id); gerr != nil {
 				return gerr
 			}
-			if s.o.CPUTime > 0 && s.o.Runtime != Apple {
-				// The container was made without the limit (RunArgs): the
-				// fallback would run commands unbounded.
-				return fmt.Errorf("%w: container: the CPU-time limit is set on each command by hutch's helper, which could not start in the container (%v): use a static Linux build of hutch for the image's architecture, or turn the helper off (NoHelper, --no-helper) to have the runtime set the limit for the whole container",
+			if s.o.helperLimits() {
+				// The container was made without these limits (RunArgs):
+				// the fallback would run commands unbounded.
+				return fmt.Errorf("%w: container: the CPU-time and open-files limits are set on each command by hutch's helper, which could not start in the container (%v): use a static Linux build of hutch for the image's architecture, or turn the helper off (NoHelper, --no-helper) to have the runtime set them for the whole container",
 					sandbox.ErrUnsupported, err)
 			}
 			why = "the helper could not start in the container: " + err.Error()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -482,11 +483,12 @@ func needPodman(t *testing.T) {
 	t.Skip(why + "; outside CI only")
 }
 
-// podmanSB is a podman sandbox on the helper path.
-func podmanSB(t *testing.T) *container.Sandbox {
+// podmanSB is a podman sandbox on the helper path, with o's limits.
+func podmanSB(t *testing.T, o container.Options) *container.Sandbox {
 	t.Helper()
 	needPodman(t)
-	sb, err := container.New(container.Options{Image: testImage, Runtime: container.Podman, Helper: staticHelper(t), PidsLimit: 64})
+	o.Image, o.Runtime, o.Helper = testImage, container.Podman, staticHelper(t)
+	sb, err := container.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,14 +497,17 @@ func podmanSB(t *testing.T) *container.Sandbox {
 }
 
 // The hardened defaults hold on podman too: no capabilities, no new
-// privileges, a read-only root, the process limit.
+// privileges, a read-only root, the process limit; and the limits the
+// helper sets on each command.
 func TestPodman(t *testing.T) {
-	sb := podmanSB(t)
+	sb := podmanSB(t, container.Options{PidsLimit: 64, CPUTime: 30 * time.Second, OpenFiles: 64})
 	if err := sb.Write(bg, "p.txt", []byte("podman")); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, sb, sandbox.Command{Shell: "cat p.txt; echo; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; touch /root-write 2>&1; grep -h . /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null"})
-	for _, want := range []string{"podman\n", "CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Read-only file system", "\n64\n"} {
+	r := run(t, sb, sandbox.Command{Shell: "cat p.txt; echo; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; touch /root-write 2>&1; grep -h . /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null; " +
+		"grep -e 'Max cpu time' -e 'Max open files' /proc/self/limits | tr -s ' '"})
+	for _, want := range []string{"podman\n", "CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Read-only file system", "\n64\n",
+		"Max cpu time 30 31 seconds", "Max open files 64 64 files"} {
 		if !strings.Contains(string(r.Stdout), want) {
 			t.Errorf("podman: missing %q in %q (stderr %q)", want, r.Stdout, r.Stderr)
 		}
@@ -510,7 +515,7 @@ func TestPodman(t *testing.T) {
 }
 
 func TestConformancePodman(t *testing.T) {
-	sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox { return podmanSB(t) }, sandboxtest.Options{HostProcesses: true})
+	sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox { return podmanSB(t, container.Options{PidsLimit: 64}) }, sandboxtest.Options{HostProcesses: true})
 }
 
 // A policy's writable directory is the host's, its denied paths stay
@@ -564,48 +569,73 @@ func TestStartFailure(t *testing.T) {
 	}
 }
 
-// A CPU-time limit binds each command, never hutch's own long-lived helper
-// server: the runtime would otherwise kill the server once a session's
-// output had cost it the limit in CPU, and the session's next operation
-// would fail. On the helper path the container has no CPU-time rlimit and
-// each command gets it from its reaper; on the fallback the container has
-// it (there is no server).
-func TestCPULimitBindsCommandsNotTheHelper(t *testing.T) {
-	const limit = "Max cpu time              1                    2                    seconds"
+// The CPU-time and open-files limits bind each command, never hutch's own
+// long-lived helper server: the runtime would otherwise kill the server
+// once a session's output had cost it the CPU-time limit in CPU, and the
+// smallest open-files limit (16) left it no descriptors to start a
+// command with. On the helper path the container has neither rlimit and
+// each command gets both from its reaper; on the fallback the container
+// has them (there is no server).
+func TestCommandLimitsBindCommandsNotTheHelper(t *testing.T) {
+	const (
+		cpuLimit   = "Max cpu time              1                    2                    seconds"
+		filesLimit = "Max open files            16                   16                   files"
+	)
 	modes(t, func(t *testing.T, o container.Options) {
-		o.CPUTime = time.Second
+		o.CPUTime, o.OpenFiles = time.Second, 16
 		sb := newSB(t, o)
-		r := run(t, sb, sandbox.Command{Shell: "grep 'Max cpu time' /proc/self/limits"})
-		if got := strings.TrimSpace(string(r.Stdout)); got != limit {
-			t.Errorf("the command's limit: %q, want %q (stderr %q)", got, limit, r.Stderr)
+		r := run(t, sb, sandbox.Command{Shell: "grep -e 'Max cpu time' -e 'Max open files' /proc/self/limits"})
+		if got := strings.Fields(string(r.Stdout)); strings.Join(got, " ") != strings.Join(strings.Fields(cpuLimit+" "+filesLimit), " ") {
+			t.Errorf("the command's limits: %q, want %q and %q (stderr %q)", r.Stdout, cpuLimit, filesLimit, r.Stderr)
 		}
 		r = run(t, sb, sandbox.Command{Shell: "while :; do :; done", Timeout: 20 * time.Second})
 		if r.Limit != "cpu_time" {
 			t.Errorf("a CPU loop: limit %q, signal %q, timed out %v", r.Limit, r.Signal, r.TimedOut)
 		}
+		r = run(t, sb, sandbox.Command{Shell: "exec 3</dev/null 4<&3 5<&3 6<&3 7<&3 8<&3 9<&3; for i in $(seq 10 20); do eval \"exec $i<&3\" || exit 7; done"})
+		if r.ExitCode == 0 {
+			t.Errorf("a command opened 21 descriptors under a limit of 16 (stderr %q)", r.Stderr)
+		}
 		if m, _ := sb.Mode(); m != container.ModeHelper {
 			return
 		}
 		// The shell's parent is its reaper; the reaper's is the server.
-		r = run(t, sb, sandbox.Command{Shell: `server=$(cut -d' ' -f4 /proc/$PPID/stat); grep 'Max cpu time' /proc/$server/limits; cat /proc/$server/comm`})
-		if out := string(r.Stdout); !strings.Contains(out, "Max cpu time              unlimited            unlimited") ||
-			!strings.Contains(out, "hutch-helper") {
-			t.Errorf("the helper server's limit: %q (stderr %q), want none", out, r.Stderr)
+		r = run(t, sb, sandbox.Command{Shell: `server=$(cut -d' ' -f4 /proc/$PPID/stat); grep -e 'Max cpu time' -e 'Max open files' /proc/$server/limits; cat /proc/$server/comm`})
+		out := string(r.Stdout)
+		if !strings.Contains(out, "hutch-helper") || strings.Contains(out, cpuLimit) || strings.Contains(out, filesLimit) ||
+			!strings.Contains(out, "Max cpu time              unlimited            unlimited") {
+			t.Errorf("the helper server's limits: %q (stderr %q), want neither", out, r.Stderr)
 		}
+		// Commands side by side: the server's descriptors are its own.
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := sb.Exec(bg, sandbox.Command{Shell: "sleep 1; echo " + strconv.Itoa(i), Timeout: 30 * time.Second})
+				if err != nil || strings.TrimSpace(string(r.Stdout)) != strconv.Itoa(i) {
+					t.Errorf("command %d beside three others: %+v, %v", i, r, err)
+				}
+			}()
+		}
+		wg.Wait()
 	})
 }
 
-// Where the helper cannot run, a CPU-time limit is refused with the reason
-// and the fix, rather than commands running in a container that was made
-// without the limit for the helper's sake.
-func TestCPULimitNeedsTheHelper(t *testing.T) {
+// Where the helper cannot run, the CPU-time and open-files limits are
+// refused with the reason and the fix, rather than commands running in a
+// container that was made without them for the helper's sake.
+func TestCommandLimitsNeedTheHelper(t *testing.T) {
 	bogus := t.TempDir() + "/hutch"
 	if err := os.WriteFile(bogus, bytes.Repeat([]byte{0x7f, 'x'}, 64), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sb := newSB(t, container.Options{Helper: bogus, CPUTime: time.Second})
-	_, err := sb.Exec(bg, sandbox.Command{Shell: "echo must not run"})
-	if !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), "CPU-time limit") || !strings.Contains(err.Error(), "NoHelper") {
-		t.Errorf("exec without the helper under a CPU-time limit: %v", err)
+	for _, o := range []container.Options{{CPUTime: time.Second}, {OpenFiles: 64}} {
+		o.Helper = bogus
+		sb := newSB(t, o)
+		_, err := sb.Exec(bg, sandbox.Command{Shell: "echo must not run"})
+		if !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), "set on each command") || !strings.Contains(err.Error(), "NoHelper") {
+			t.Errorf("exec without the helper under CPU time %v, open files %d: %v", o.CPUTime, o.OpenFiles, err)
+		}
 	}
 }
