@@ -1,11 +1,11 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
 
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/policy"
@@ -100,7 +100,7 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 	if err != nil {
 		return cfg, close, err
 	}
-	allow, err := permission.ParseCapabilities(joinComma(s.Allow))
+	allow, err := permission.ParseCapabilities(strings.Join(s.Allow, ","))
 	if err != nil {
 		return cfg, close, err
 	}
@@ -176,15 +176,4 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 		cfg.Tools.Search = tool.SearXNG{BaseURL: s.SearchURL}
 	}
 	return cfg, close, nil
-}
-
-func joinComma(ss []string) string {
-	var b bytes.Buffer
-	for i, s := range ss {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
 }
