@@ -611,8 +611,12 @@ func (l CommandLimits) set(pid int) error {
 	}
 	if l.OpenFiles > 0 {
 		lim := unix.Rlimit{Cur: l.OpenFiles, Max: l.OpenFiles}
-		if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
-			return fmt.Errorf("open files: %w", err)
+		var old unix.Rlimit
+		if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, &old); err != nil {
+			if errors.Is(err, unix.EPERM) && unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &old) == nil && old.Max < l.OpenFiles {
+				return fmt.Errorf("open files %d: the container allows at most %d (the runtime's default): give a limit within it, or raise the runtime's default", l.OpenFiles, old.Max)
+			}
+			return fmt.Errorf("open files %d: %w", l.OpenFiles, err)
 		}
 	}
 	return nil

@@ -91,7 +91,10 @@ func (o Options) RunArgs(name, helper string, asInit bool) []string {
 		// CPU time and open files bind the whole container only without
 		// the helper: with it, the helper sets them on each command
 		// instead (HelperArgs), so that its own long-lived server is not
-		// bound by them (see helper.CommandLimits).
+		// bound by them (see helper.CommandLimits). An open-files limit
+		// above serverOpenFiles still goes to the container too: the
+		// helper could not raise its commands' limit above the
+		// container's, and the server has plenty there.
 		if o.CPUTime > 0 && helper == "" {
 			// SIGXCPU at the limit, as in the isolated tier (a result then
 			// names cpu_time); SIGKILL a second later for a command that
@@ -103,7 +106,7 @@ func (o Options) RunArgs(name, helper string, asInit bool) []string {
 			s := strconv.FormatInt(o.FileSize, 10)
 			a = append(a, "--ulimit", "fsize="+s+":"+s)
 		}
-		if o.OpenFiles > 0 && helper == "" {
+		if o.OpenFiles > 0 && (helper == "" || o.OpenFiles > serverOpenFiles) {
 			s := strconv.Itoa(o.OpenFiles)
 			a = append(a, "--ulimit", "nofile="+s+":"+s)
 		}
@@ -191,10 +194,15 @@ func (o Options) HelperArgs(id string) []string {
 	return append(a, o.WorkDir)
 }
 
+// serverOpenFiles is the open-files limit up to which, on the helper path,
+// the limit is set on each command alone. The runtimes' default is this or
+// more (1024 on podman, 1048576 on docker as usually set up).
+const serverOpenFiles = 1024
+
 // helperLimits reports whether the helper sets limits the container does
 // not have (RunArgs with a helper): then commands must not run without it.
 func (o Options) helperLimits() bool {
-	return o.Runtime != Apple && (o.CPUTime > 0 || o.OpenFiles > 0)
+	return o.Runtime != Apple && (o.CPUTime > 0 || (o.OpenFiles > 0 && o.OpenFiles <= serverOpenFiles))
 }
 
 // cpuSeconds is the CPU-time limit in the whole seconds rlimits count,

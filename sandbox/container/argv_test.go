@@ -2,6 +2,7 @@ package container
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +105,28 @@ func TestRunArgsDockerFull(t *testing.T) {
 	wantArgv(t, "start", o.StartArgs("ID"), split("--host ssh://me@build start ID"))
 	wantArgv(t, "remove", o.RemoveArgs("ID"), split("--host ssh://me@build rm -f ID"))
 	wantArgv(t, "gaps", o.HardeningGaps(), []string{"network: all (not isolated)"})
+}
+
+// An open-files limit above what the helper's server is left with goes to
+// the container as well (the helper cannot raise a command's limit above
+// the container's); at or below it, to each command alone.
+func TestRunArgsOpenFilesWithHelper(t *testing.T) {
+	for _, c := range []struct {
+		n         int
+		container bool
+	}{{16, false}, {1024, false}, {1025, true}, {1048576, true}} {
+		o := mustNormalize(t, Options{Image: "img", Name: "n", OpenFiles: c.n})
+		flag := fmt.Sprintf("--ulimit nofile=%d:%d", c.n, c.n)
+		if got := strings.Join(o.RunArgs("n", "/h/hutch", true), " "); strings.Contains(got, flag) != c.container {
+			t.Errorf("%d open files, helper: %q", c.n, got)
+		}
+		if got := strings.Join(o.RunArgs("n", "", false), " "); !strings.Contains(got, flag) {
+			t.Errorf("%d open files, no helper: %q", c.n, got)
+		}
+		if got := strings.Join(o.HelperArgs("ID"), " "); !strings.HasSuffix(got, fmt.Sprintf("serve --open-files=%d /workspace", c.n)) {
+			t.Errorf("%d open files: helper %q", c.n, got)
+		}
+	}
 }
 
 func TestRunArgsPodman(t *testing.T) {

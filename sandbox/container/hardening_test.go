@@ -639,3 +639,18 @@ func TestCommandLimitsNeedTheHelper(t *testing.T) {
 		}
 	}
 }
+
+// An open-files limit above what the helper sets on each command alone
+// (1024) reaches commands on both paths: the container is given it too,
+// as the helper could only lower a command's limit. (Above the runtime's
+// default where the runtime may raise it; this machine's engine may not.)
+func TestOpenFilesAboveTheServerShare(t *testing.T) {
+	const want = 2048
+	modes(t, func(t *testing.T, o container.Options) {
+		o.OpenFiles = want
+		r := run(t, newSB(t, o), sandbox.Command{Shell: "ulimit -Sn; ulimit -Hn"})
+		if got := strings.Fields(string(r.Stdout)); len(got) != 2 || got[0] != strconv.Itoa(want) || got[1] != strconv.Itoa(want) {
+			t.Errorf("open files %d: %q (stderr %q)", want, r.Stdout, r.Stderr)
+		}
+	})
+}
