@@ -634,6 +634,7 @@ func (r *reaperProc) discard() { r.sock.Close() }
 // so one command's end never touches another's processes.
 func reaperMain() int {
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	prepareCommandOOM() // while its /proc files are still its own
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// Signals a command may send (same user) are caught and dropped;
 	// caught rather than ignored so that commands start with the default

@@ -99,9 +99,11 @@ func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started 
 // false, a line naming it is on stderr and st carries the shell's 126 (or
 // 127 when it is missing).
 func forkCommand(job Job, prog string, sys *syscall.SysProcAttr, stdin, stdout, stderr *os.File) (pid int, st Status, ok bool) {
+	commandOOM.raise() // the child starts as the OOM killer's first choice
 	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
 		Dir: job.Dir, Env: job.Env, Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}, Sys: sys,
 	})
+	commandOOM.lower()
 	if err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
@@ -148,6 +150,7 @@ func statusOf(ws unix.WaitStatus, ru *unix.Rusage) Status {
 // its descriptors, memory or threads; and deaf to the signals they may
 // send it (see dropSignals).
 func unreachable() {
+	prepareCommandOOM() // while its /proc files are still its own
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	dropSignals()
 }

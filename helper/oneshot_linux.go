@@ -114,15 +114,16 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	o := b.call("status pipe", unix.SYS_DUP3, 0, 3, unix.O_CLOEXEC)
 	o.in[0], o.out = high[3], sStatus
 	b.call("closing inherited descriptors", unix.SYS_CLOSE_RANGE, 4, ^uintptr(0)>>32, 0)
+	// The command's strings live with the program, which refuses any with
+	// a NUL byte.
+	x := newOneShotExec(b, job, sStatus)
+	oomOps(b, x) // while PID 1 may still open its own /proc files
 	// Out of the command's reach: not dumpable (no /proc access to this
 	// PID 1), and every signal stays blocked here.
 	b.call("not dumpable", unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if err := confineOps(b, job); err != nil {
 		return st, false, fmt.Errorf("%w: confining the command: %v", sandbox.ErrUnsupported, err)
 	}
-	// The command's strings live with the program, which refuses any with
-	// a NUL byte.
-	x := newOneShotExec(b, job, sStatus)
 	p, err := b.build()
 	if err != nil {
 		return st, false, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
@@ -195,7 +196,7 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 		return st, false, ctx.Err()
 	case readErr != nil:
 		if werr == nil && ws.Signaled() {
-			return st, false, fmt.Errorf("%w: the sandbox's PID 1 was killed by %v before the command ended", sandbox.ErrClosed, ws.Signal())
+			return st, false, fmt.Errorf("%w: the sandbox's PID 1 was killed by %s before the command ended", sandbox.ErrClosed, unix.SignalName(ws.Signal()))
 		}
 		return st, false, fmt.Errorf("%w: the sandbox ended without a status: %v", sandbox.ErrClosed, readErr)
 	case rec.Kind == recSetup:
@@ -311,6 +312,11 @@ type oneShotExec struct {
 	rec     oneShotRecord
 	dfl     [4]uintptr // a struct sigaction with SIG_DFL
 	empty   uint64     // an empty signal set
+	// PID 1's own oom_score_adj, in slot oomSlot, gets oomHigh for the
+	// fork of the command and oomOrig back after it (see oomOps); empty
+	// when not set up.
+	oomSlot          uint8
+	oomHigh, oomOrig []byte
 }
 
 func newOneShotExec(b *builder, job Job, status uint8) *oneShotExec {
@@ -378,7 +384,9 @@ func sandboxPID1(p *program, x *oneShotExec) {
 	if i, e := p.run(); i >= 0 {
 		report(p, x, recSetup, int32(i), e)
 	}
+	oomWrite(p, x, x.oomHigh) // the command is the OOM killer's first choice
 	cmd, e := spawnCommand(x)
+	oomWrite(p, x, x.oomOrig) // this PID 1 is not
 	if e != 0 {
 		report(p, x, recSetup, -1, e)
 	}
@@ -398,6 +406,16 @@ func sandboxPID1(p *program, x *oneShotExec) {
 		syscall.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
 	}
 	report(p, x, recEnded, 0, 0)
+}
+
+// oomWrite writes v to PID 1's oom_score_adj, when there is one.
+//
+//go:nosplit
+//go:norace
+func oomWrite(p *program, x *oneShotExec, v []byte) {
+	if len(x.oomHigh) > 0 && len(v) > 0 {
+		syscall.RawSyscall6(unix.SYS_PWRITE64, p.slots[x.oomSlot], uintptr(unsafe.Pointer(&v[0])), uintptr(len(v)), 0, 0, 0)
+	}
 }
 
 // report writes the record on the status pipe and exits.

@@ -654,3 +654,22 @@ func TestOpenFilesAboveTheServerShare(t *testing.T) {
 		}
 	})
 }
+
+// Many processes, each smaller than hutch's own helper processes in the
+// container's memory cgroup: the OOM killer must pick the command's, not
+// the helper's (which ended the session: the container stopped or the
+// stream was lost). On the helper path commands start with oom_score_adj
+// 1000 and the result names the limit; the fallback has no helper to lose.
+func TestMemoryBombOfSmallProcesses(t *testing.T) {
+	modes(t, func(t *testing.T, o container.Options) {
+		o.Memory = 64 << 20
+		sb := newSB(t, o)
+		r := run(t, sb, sandbox.Command{Shell: `for i in $(seq 30); do (x=$(head -c 3000000 /dev/zero | tr "\0" a); sleep 2) & done; wait; echo "score $(cat /proc/self/oom_score_adj)"`})
+		if m, _ := sb.Mode(); m == container.ModeHelper && (r.Limit != "memory" || !strings.Contains(string(r.Stdout), "score 1000")) {
+			t.Errorf("30 small processes under a 64 MiB limit: exit %d, limit %q, stdout %q, stderr %.300q", r.ExitCode, r.Limit, r.Stdout, r.Stderr)
+		}
+		if r := run(t, sb, sandbox.Command{Shell: "echo alive"}); string(r.Stdout) != "alive\n" {
+			t.Errorf("after the bomb: %+v", r)
+		}
+	})
+}

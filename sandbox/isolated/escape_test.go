@@ -417,6 +417,24 @@ func TestLimits(t *testing.T) {
 			t.Errorf("1 GiB under a 128 MiB limit: exit %d, limit %q, %.300s", r.ExitCode, r.Limit, out)
 		}
 	})
+	// Many processes, each smaller than hutch's own PID 1 (or init and
+	// runner) in the same memory cgroup: the OOM killer must pick the
+	// command's, not hutch's, or the sandbox dies and the result names
+	// nothing. Commands start with oom_score_adj 1000; PID 1 keeps the
+	// caller's.
+	t.Run("memory bomb of small processes", func(t *testing.T) {
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20}})
+		r := e.runWith(t, pol, sandbox.Command{Shell: `for i in $(seq 30); do (x=$(head -c 3000000 /dev/zero | tr "\0" a); sleep 2) & done; wait; ` +
+			`echo "command $(cat /proc/self/oom_score_adj) pid1 $(cat /proc/1/oom_score_adj)"`, Timeout: 30 * time.Second})
+		own, err := os.ReadFile("/proc/self/oom_score_adj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "command 1000 pid1 " + strings.TrimSpace(string(own))
+		if r.Limit != "memory" || !strings.Contains(string(r.Stdout), want) {
+			t.Errorf("30 small processes under a 64 MiB limit: exit %d, limit %q, stdout %q (want %q), stderr %.300q", r.ExitCode, r.Limit, r.Stdout, want, r.Stderr)
+		}
+	})
 	t.Run("fork bomb", func(t *testing.T) {
 		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 32}})
 		r := e.runWith(t, pol, sandbox.Command{Shell: "i=0; while [ $i -lt 200 ]; do sleep 5 & i=$((i+1)); done; wait; echo spawned", Timeout: 15 * time.Second})
