@@ -18,9 +18,12 @@ import (
 // killed: the sandbox died and the result said nothing of the limit.
 //
 // So every command starts with oom_score_adj 1000, the most a process can
-// ask to be picked, which it may raise but never lower: whatever the
-// command runs is picked before any hutch process, which keeps its own
-// value. A process can only set its own score down to where it was (its
+// ask to be picked: whatever the command runs is picked before any hutch
+// process, which keeps its own value. This guards against a command's
+// accident, not its intent: a command may lower its score back to the
+// caller's where it may write its /proc (the container tier, where it can
+// also signal the helper: either ends only its own session); in the
+// isolated tier its /proc is read-only to it. A process can only set its own score down to where it was (its
 // oom_score_adj_min) without privilege, and none can set another's before
 // it runs, so the process that starts a command raises its own score just
 // before the fork and puts it back just after: the child inherits 1000.
