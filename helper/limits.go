@@ -110,3 +110,7 @@ const (
 // (see CommandLimits): a reaper lives under the limit it hands down and
 // needs about ten descriptors of its own.
 const MinOpenFiles = 16
+
+// MaxCPUSeconds is the largest CPU-time limit, in seconds, the container
+// helper takes (about 136 years): the bound of serve's --cpu-time.
+const MaxCPUSeconds = 1<<32 - 1

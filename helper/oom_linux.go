@@ -76,14 +76,18 @@ func (o oomScore) write(b []byte) {
 // oomOps adds the one-shot PID 1's part (see sandboxPID1): its own score
 // file, opened into a slot of the program before it becomes non-dumpable,
 // and the value to restore, read here (PID 1 inherits this process's).
-// Nothing is added (x.oomHigh stays empty) where the value cannot be read.
+// Like prepareCommandOOM it is best effort: nothing is added (x.oomHigh
+// stays empty) where the value cannot be read here, and a policy that
+// hides /proc (or /proc/self) leaves the slot at -1, no descriptor, so the
+// writes fail harmlessly and the command keeps PID 1's score.
 func oomOps(b *builder, x *oneShotExec) {
 	orig, err := os.ReadFile(oomScoreFile)
 	if err != nil {
 		return
 	}
-	x.oomOrig = bytes.TrimSpace(orig)
-	x.oomSlot = b.slot()
+	x.oomOrig, x.oomHigh = bytes.TrimSpace(orig), oomFirst
+	x.oomSlot = b.preset(^uintptr(0))
+	open := b.mark()
 	b.call("opening "+oomScoreFile, unix.SYS_OPENAT, cwd, b.str(oomScoreFile), unix.O_WRONLY|unix.O_CLOEXEC).out = x.oomSlot
-	x.oomHigh = oomFirst
+	b.skipTo(open, unix.ENOENT, unix.ENOTDIR, unix.EACCES, unix.EPERM, unix.ELOOP, unix.EROFS)
 }

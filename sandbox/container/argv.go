@@ -51,6 +51,9 @@ const keepAlive = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait; done`
 func (o Options) RunArgs(name, helper string, asInit bool) []string {
 	a := o.cmd("run", "-d", "--name", name,
 		"--label", LabelID+"="+name, "--label", LabelRuntime+"="+string(o.Runtime))
+	if helper != "" && o.helperLimits() {
+		a = append(a, "--label", LabelLimits+"="+LimitsPerCommand)
+	}
 	network := o.Network
 	if network == "all" {
 		network = "bridge"
@@ -236,6 +239,13 @@ func (o Options) FindArgs(name string) []string {
 // StateArgs prints whether container id is running ("true"/"false"). On
 // Apple it only inspects the container (its exit status says whether the
 // container exists).
+// LimitsLabelArgs is the argv printing container id's LabelLimits (empty
+// when it has none). Not for Apple's runtime, whose containers never get
+// the label (it sets no rlimits).
+func (o Options) LimitsLabelArgs(id string) []string {
+	return o.cmd("inspect", "--type", "container", "--format", `{{index .Config.Labels "`+LabelLimits+`"}}`, id)
+}
+
 func (o Options) StateArgs(id string) []string {
 	if o.Runtime == Apple {
 		return o.cmd("inspect", id)

@@ -85,7 +85,7 @@ func TestRunArgsDockerFull(t *testing.T) {
 	o = mustNormalize(t, o)
 	wantArgv(t, "docker", o.RunArgs("box", "/h/hutch", true), split(
 		"--context remote-ctx "+
-			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+
+			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker --label hutch.sandbox.limits=per-command "+
 			fullFlags(true)+
 			"--mount type=bind,source=/h/hutch,target=/.hutch/hutch-helper,readonly "+
 			"-w /w --entrypoint /.hutch/hutch-helper img:1 init"))
@@ -101,6 +101,7 @@ func TestRunArgsDockerFull(t *testing.T) {
 	wantArgv(t, "find", o.FindArgs("box"),
 		split("--host ssh://me@build ps -a -q --no-trunc --filter label=hutch.sandbox.id=box --filter label=hutch.sandbox.runtime=docker"))
 	wantArgv(t, "state", o.StateArgs("ID"), split("--host ssh://me@build inspect --type container --format {{.State.Running}} ID"))
+	wantArgv(t, "limits label", o.LimitsLabelArgs("ID"), []string{"--host", "ssh://me@build", "inspect", "--type", "container", "--format", `{{index .Config.Labels "hutch.sandbox.limits"}}`, "ID"})
 	wantArgv(t, "image", o.ImageArgs(), split("--host ssh://me@build image inspect --format {{.Os}}/{{.Architecture}} img:1"))
 	wantArgv(t, "start", o.StartArgs("ID"), split("--host ssh://me@build start ID"))
 	wantArgv(t, "remove", o.RemoveArgs("ID"), split("--host ssh://me@build rm -f ID"))
@@ -117,10 +118,11 @@ func TestRunArgsOpenFilesWithHelper(t *testing.T) {
 	}{{16, false}, {1024, false}, {1025, true}, {1048576, true}} {
 		o := mustNormalize(t, Options{Image: "img", Name: "n", OpenFiles: c.n})
 		flag := fmt.Sprintf("--ulimit nofile=%d:%d", c.n, c.n)
-		if got := strings.Join(o.RunArgs("n", "/h/hutch", true), " "); strings.Contains(got, flag) != c.container {
+		const label = "--label hutch.sandbox.limits=per-command"
+		if got := strings.Join(o.RunArgs("n", "/h/hutch", true), " "); strings.Contains(got, flag) != c.container || strings.Contains(got, label) == c.container {
 			t.Errorf("%d open files, helper: %q", c.n, got)
 		}
-		if got := strings.Join(o.RunArgs("n", "", false), " "); !strings.Contains(got, flag) {
+		if got := strings.Join(o.RunArgs("n", "", false), " "); !strings.Contains(got, flag) || strings.Contains(got, label) {
 			t.Errorf("%d open files, no helper: %q", c.n, got)
 		}
 		if got := strings.Join(o.HelperArgs("ID"), " "); !strings.HasSuffix(got, fmt.Sprintf("serve --open-files=%d /workspace", c.n)) {
@@ -230,6 +232,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative", Options{Image: "i", CPUs: -1}, "must not be negative"},
 		{"cpu time", Options{Image: "i", CPUTime: time.Millisecond}, "whole seconds"},
 		{"open files", Options{Image: "i", OpenFiles: 15}, "give at least 16"},
+		{"cpu time, too much", Options{Image: "i", CPUTime: (1<<32)*time.Second + time.Nanosecond}, "more than the largest"},
 		{"pids", Options{Image: "i", PidsLimit: -5}, "pids limit"},
 		{"user", Options{Image: "i", User: "root --privileged"}, "user"},
 		{"env", Options{Image: "i", Env: map[string]string{"A=B": "c"}}, "environment variable"},

@@ -332,6 +332,18 @@ func (s *Sandbox) bringUp(ctx context.Context, id string) error {
 			mode, why = ModeHelper, ""
 		}
 	}
+	if mode == ModeCLI && s.o.Reconnect && s.o.Runtime != Apple && (s.o.CPUTime > 0 || s.o.OpenFiles > 0) {
+		// A container found again may have been made by a session with
+		// the helper, without the rlimits this fallback relies on.
+		out, err := s.run(ctx, nil, s.o.LimitsLabelArgs(id)...)
+		if err != nil {
+			return fmt.Errorf("checking container %s's limits: %w", s.o.Name, err)
+		}
+		if strings.TrimSpace(out) == LimitsPerCommand {
+			return fmt.Errorf("%w: container: %s was made with its CPU-time and open-files limits set on each command by hutch's helper, which this session does not use (%s): reconnect with the helper, or remove the container",
+				sandbox.ErrUnsupported, s.o.Name, why)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed && conn != nil {

@@ -52,6 +52,11 @@ const (
 	// LabelRuntime is the label naming the runtime that made the
 	// container, so a reconnect never crosses runtimes.
 	LabelRuntime = "hutch.sandbox.runtime"
+	// LabelLimits, set to LimitsPerCommand, marks a container made without
+	// some of its options' rlimits because hutch's helper sets them on each
+	// command (see RunArgs): a session without the helper must not use it.
+	LabelLimits      = "hutch.sandbox.limits"
+	LimitsPerCommand = "per-command"
 )
 
 // Bind makes a path of the engine's machine visible in the container.
@@ -284,6 +289,8 @@ func (o Options) normalize() (Options, error) {
 		return o, configErr("memory limit of %d bytes is below the runtimes' 6 MiB minimum", o.Memory)
 	case o.OpenFiles != 0 && o.OpenFiles < helper.MinOpenFiles:
 		return o, configErr("open-files limit %d is too small to start a command: give at least %d", o.OpenFiles, helper.MinOpenFiles)
+	case o.CPUTime > helper.MaxCPUSeconds*time.Second:
+		return o, configErr("cpu time limit %v is more than the largest hutch sets (%ds)", o.CPUTime, helper.MaxCPUSeconds)
 	case o.CPUTime != 0 && o.CPUTime < time.Second:
 		return o, configErr("cpu time limit %v: the kernel counts whole seconds; give at least 1s", o.CPUTime)
 	case o.PidsLimit < NoPidsLimit:
