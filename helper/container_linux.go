@@ -673,18 +673,36 @@ func reaperMain() int {
 			}
 		}
 	}()
+	// The limits the server set (before the first request) are what every
+	// command must start with. A command runs as this reaper's user, so
+	// it may lower them from outside (prlimit on its parent); the reaper
+	// then retires after that command rather than hand them on.
+	var limits [runnerLimits]unix.Rlimit
+	first := true
 	for r := range reqs {
 		cancelled.Store(false)
+		if first {
+			limits, first = readLimits(), false
+		}
 		res := runReaped(r.req, r.files)
 		// A CPU-time limit binds this reaper's own (small) use too:
 		// it retires at half of it, long before the limit could stop
 		// it, and the server starts a fresh one.
-		res.Done = cpuHalfUsed(ownCPULimit())
+		res.Done = cpuHalfUsed(ownCPULimit()) || readLimits() != limits
 		if err := conn.Send(res); err != nil || res.Done {
 			return 0
 		}
 	}
 	return 0
+}
+
+// readLimits is this process's resource limits; a limit that cannot be
+// read is left zero (and then differs from any real one).
+func readLimits() (l [runnerLimits]unix.Rlimit) {
+	for r := range l {
+		_ = unix.Getrlimit(r, &l[r])
+	}
+	return l
 }
 
 // ownCPULimit is this process's soft CPU-time limit; 0 when there is none

@@ -673,3 +673,19 @@ func TestMemoryBombOfSmallProcesses(t *testing.T) {
 		}
 	})
 }
+
+// A command may lower the limits of the reaper that started it (its
+// parent, the same user); the reaper then retires, so the next command
+// still starts with the session's limits.
+func TestReaperRetiresWhenACommandLowersItsLimits(t *testing.T) {
+	sb := onHelper(t, newSB(t, container.Options{OpenFiles: 64}))
+	r := run(t, sb, sandbox.Command{Args: []string{container.HelperPath}, Env: map[string]string{"HUTCH_ATTACK": "lower-parent-nofile"}})
+	if strings.TrimSpace(string(r.Stdout)) != "lowered" {
+		t.Fatalf("the attack did not run: %+v", r)
+	}
+	for i := range 3 {
+		if r := run(t, sb, sandbox.Command{Shell: "ulimit -n"}); strings.TrimSpace(string(r.Stdout)) != "64" {
+			t.Errorf("command %d after the attack: ulimit -n %q, want 64", i, r.Stdout)
+		}
+	}
+}
