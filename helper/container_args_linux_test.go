@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestServeArgs(t *testing.T) {
@@ -89,12 +91,26 @@ func TestCPUHalfUsed(t *testing.T) {
 	if cpuHalfUsed(time.Hour) {
 		t.Error("retiring at a limit of an hour")
 	}
-	// Burn 20 ms of CPU, then a 30 ms limit is more than half used.
-	start := time.Now()
-	for x := 0; time.Since(start) < 40*time.Millisecond; x++ {
-		_ = x * x
+	// Burn CPU until this process has used 20 ms of it (however busy the
+	// machine), then a 30 ms limit is more than half used.
+	for deadline := time.Now().Add(10 * time.Second); cpuUsed(t) < 20*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatal("could not use 20 ms of CPU in 10 s")
+		}
+		for x := 0; x < 1e6; x++ {
+			_ = x * x
+		}
 	}
 	if !cpuHalfUsed(30 * time.Millisecond) {
-		t.Error("not retiring past half of a 30 ms limit")
+		t.Errorf("not retiring past half of a 30 ms limit (used %v)", cpuUsed(t))
 	}
+}
+
+// cpuUsed is the CPU time this process has used.
+func cpuUsed(t *testing.T) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
