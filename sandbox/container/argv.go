@@ -1,6 +1,8 @@
 package container
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -50,10 +52,32 @@ const keepAlive = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait; done`
 // directory, entrypoint, image, command.
 func (o Options) RunArgs(name, helper string, asInit bool) []string {
 	a := o.cmd("run", "-d", "--name", name,
-		"--label", LabelID+"="+name, "--label", LabelRuntime+"="+string(o.Runtime))
-	if helper != "" && o.helperLimits() {
-		a = append(a, "--label", LabelLimits+"="+LimitsPerCommand)
+		"--label", LabelID+"="+name, "--label", LabelRuntime+"="+string(o.Runtime),
+		"--label", LabelConfig+"="+o.ConfigHash(helper != ""))
+	return append(a, o.containerFlags(helper, asInit)...)
+}
+
+// ConfigHash identifies the container these options make, with or without
+// hutch's helper mounted: a hash of everything RunArgs gives the runtime
+// after the labels (network, capabilities, root, limits, user, binds,
+// masks, working directory, image), with the helper's host path left out
+// (it differs from one hutch process to the next; whether there is one
+// does not). Reconnect refuses a container whose LabelConfig differs: so
+// a session never uses a container wider than its options, nor one made
+// with the helper (without the rlimits the helper sets per command) on
+// the runtime's exec.
+func (o Options) ConfigHash(withHelper bool) string {
+	helper := ""
+	if withHelper {
+		helper = HelperPath
 	}
+	sum := sha256.Sum256([]byte(strings.Join(o.containerFlags(helper, false), "\x00")))
+	return hex.EncodeToString(sum[:16])
+}
+
+// containerFlags are RunArgs after the labels.
+func (o Options) containerFlags(helper string, asInit bool) []string {
+	var a []string
 	network := o.Network
 	if network == "all" {
 		network = "bridge"
@@ -239,11 +263,10 @@ func (o Options) FindArgs(name string) []string {
 // StateArgs prints whether container id is running ("true"/"false"). On
 // Apple it only inspects the container (its exit status says whether the
 // container exists).
-// LimitsLabelArgs is the argv printing container id's LabelLimits (empty
-// when it has none). Not for Apple's runtime, whose containers never get
-// the label (it sets no rlimits).
-func (o Options) LimitsLabelArgs(id string) []string {
-	return o.cmd("inspect", "--type", "container", "--format", `{{index .Config.Labels "`+LabelLimits+`"}}`, id)
+// LabelArgs is the argv printing container id's label (empty when it has
+// none). Not for Apple's runtime, which has no reconnect.
+func (o Options) LabelArgs(id, label string) []string {
+	return o.cmd("inspect", "--type", "container", "--format", `{{index .Config.Labels "`+label+`"}}`, id)
 }
 
 func (o Options) StateArgs(id string) []string {

@@ -43,7 +43,7 @@ func full(rt Runtime) Options {
 func TestRunArgsDockerDefaults(t *testing.T) {
 	o := mustNormalize(t, Options{Image: "img", Name: "hutch-t"})
 	wantArgv(t, "helper as init", o.RunArgs("hutch-t", "/h/hutch", true), split(
-		"run -d --name hutch-t --label hutch.sandbox.id=hutch-t --label hutch.sandbox.runtime=docker "+
+		"run -d --name hutch-t --label hutch.sandbox.id=hutch-t --label hutch.sandbox.runtime=docker "+cfg(o, true)+
 			"--network none --cap-drop ALL --security-opt no-new-privileges "+
 			"--read-only --tmpfs /workspace:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev "+
 			"--pids-limit 512 "+
@@ -51,7 +51,7 @@ func TestRunArgsDockerDefaults(t *testing.T) {
 			"-w /workspace --entrypoint /.hutch/hutch-helper img init"))
 	got := o.RunArgs("hutch-t", "", false)
 	want := append(split(
-		"run -d --name hutch-t --label hutch.sandbox.id=hutch-t --label hutch.sandbox.runtime=docker "+
+		"run -d --name hutch-t --label hutch.sandbox.id=hutch-t --label hutch.sandbox.runtime=docker "+cfg(o, false)+
 			"--network none --cap-drop ALL --security-opt no-new-privileges "+
 			"--read-only --tmpfs /workspace:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev "+
 			"--pids-limit 512 -w /workspace --entrypoint /bin/sh img -c"), keepAlive)
@@ -60,6 +60,12 @@ func TestRunArgsDockerDefaults(t *testing.T) {
 	if gaps := o.HardeningGaps(); len(gaps) != 0 {
 		t.Errorf("docker defaults have gaps: %q", gaps)
 	}
+}
+
+// cfg is the config label RunArgs gives o's container, with a trailing
+// space.
+func cfg(o Options, helper bool) string {
+	return "--label hutch.sandbox.config=" + o.ConfigHash(helper) + " "
 }
 
 // fullFlags is what full() gives on docker and podman alike, between the
@@ -85,7 +91,7 @@ func TestRunArgsDockerFull(t *testing.T) {
 	o = mustNormalize(t, o)
 	wantArgv(t, "docker", o.RunArgs("box", "/h/hutch", true), split(
 		"--context remote-ctx "+
-			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker --label hutch.sandbox.limits=per-command "+
+			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+cfg(o, true)+
 			fullFlags(true)+
 			"--mount type=bind,source=/h/hutch,target=/.hutch/hutch-helper,readonly "+
 			"-w /w --entrypoint /.hutch/hutch-helper img:1 init"))
@@ -95,13 +101,13 @@ func TestRunArgsDockerFull(t *testing.T) {
 	wantArgv(t, "helper", o.HelperArgs("ID"), split("--host ssh://me@build exec -i ID /.hutch/hutch-helper serve --cpu-time=2 --open-files=256 /w"))
 	wantArgv(t, "docker, no helper", o.RunArgs("box", "", false), append(split(
 		"--host ssh://me@build "+
-			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+
+			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+cfg(o, false)+
 			fullFlags(false)+
 			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
 	wantArgv(t, "find", o.FindArgs("box"),
 		split("--host ssh://me@build ps -a -q --no-trunc --filter label=hutch.sandbox.id=box --filter label=hutch.sandbox.runtime=docker"))
 	wantArgv(t, "state", o.StateArgs("ID"), split("--host ssh://me@build inspect --type container --format {{.State.Running}} ID"))
-	wantArgv(t, "limits label", o.LimitsLabelArgs("ID"), []string{"--host", "ssh://me@build", "inspect", "--type", "container", "--format", `{{index .Config.Labels "hutch.sandbox.limits"}}`, "ID"})
+	wantArgv(t, "config label", o.LabelArgs("ID", LabelConfig), []string{"--host", "ssh://me@build", "inspect", "--type", "container", "--format", `{{index .Config.Labels "hutch.sandbox.config"}}`, "ID"})
 	wantArgv(t, "image", o.ImageArgs(), split("--host ssh://me@build image inspect --format {{.Os}}/{{.Architecture}} img:1"))
 	wantArgv(t, "start", o.StartArgs("ID"), split("--host ssh://me@build start ID"))
 	wantArgv(t, "remove", o.RemoveArgs("ID"), split("--host ssh://me@build rm -f ID"))
@@ -118,11 +124,10 @@ func TestRunArgsOpenFilesWithHelper(t *testing.T) {
 	}{{16, false}, {1024, false}, {1025, true}, {1048576, true}} {
 		o := mustNormalize(t, Options{Image: "img", Name: "n", OpenFiles: c.n})
 		flag := fmt.Sprintf("--ulimit nofile=%d:%d", c.n, c.n)
-		const label = "--label hutch.sandbox.limits=per-command"
-		if got := strings.Join(o.RunArgs("n", "/h/hutch", true), " "); strings.Contains(got, flag) != c.container || strings.Contains(got, label) == c.container {
+		if got := strings.Join(o.RunArgs("n", "/h/hutch", true), " "); strings.Contains(got, flag) != c.container {
 			t.Errorf("%d open files, helper: %q", c.n, got)
 		}
-		if got := strings.Join(o.RunArgs("n", "", false), " "); !strings.Contains(got, flag) || strings.Contains(got, label) {
+		if got := strings.Join(o.RunArgs("n", "", false), " "); !strings.Contains(got, flag) {
 			t.Errorf("%d open files, no helper: %q", c.n, got)
 		}
 		if got := strings.Join(o.HelperArgs("ID"), " "); !strings.HasSuffix(got, fmt.Sprintf("serve --open-files=%d /workspace", c.n)) {
@@ -138,7 +143,7 @@ func TestRunArgsPodman(t *testing.T) {
 	o = mustNormalize(t, o)
 	wantArgv(t, "podman", o.RunArgs("box", "", false), append(split(
 		"--url unix:///run/podman/podman.sock --runtime runc --cgroup-manager cgroupfs "+
-			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=podman "+
+			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=podman "+cfg(o, false)+
 			fullFlags(false)+
 			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
 	o.Engine = Engine{Context: "machine"}
@@ -149,7 +154,7 @@ func TestRunArgsPodman(t *testing.T) {
 func TestRunArgsApple(t *testing.T) {
 	o := mustNormalize(t, full(Apple))
 	wantArgv(t, "apple", o.RunArgs("box", "/h/hutch", false), append(split(
-		"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=apple "+
+		"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=apple "+cfg(o, true)+
 			"--network bridge --cap-drop ALL --cap-add NET_BIND_SERVICE "+
 			"--read-only --tmpfs /w --tmpfs /tmp "+
 			"--memory 536870912 --cpus 1.5 --user 1000:1000 "+
@@ -169,7 +174,7 @@ func TestRunArgsOptOuts(t *testing.T) {
 	o := mustNormalize(t, Options{Image: "img", Name: "n", WritableRoot: true, AllowNewPrivileges: true,
 		KeepCapabilities: true, PidsLimit: NoPidsLimit})
 	wantArgv(t, "opt-outs", o.RunArgs("n", "", false), append(split(
-		"run -d --name n --label hutch.sandbox.id=n --label hutch.sandbox.runtime=docker "+
+		"run -d --name n --label hutch.sandbox.id=n --label hutch.sandbox.runtime=docker "+cfg(o, false)+
 			"--network none -w /workspace --entrypoint /bin/sh img -c"), keepAlive))
 	wantArgv(t, "gaps", o.HardeningGaps(), []string{
 		"capabilities: the runtime's defaults are kept (KeepCapabilities)",
@@ -303,6 +308,77 @@ func TestGlobBase(t *testing.T) {
 		base, depth := globBase(c.pattern)
 		if base != c.base || depth != c.depth {
 			t.Errorf("globBase(%q) = %q, %d; want %q, %d", c.pattern, base, depth, c.base, c.depth)
+		}
+	}
+}
+
+// ConfigHash changes with every option that shapes the container, and with
+// whether the helper is mounted, but not with the helper's host path, the
+// name, the engine or the environment (which travels per command).
+func TestConfigHash(t *testing.T) {
+	base := Options{Image: "img", Name: "n"}
+	hash := func(o Options, helper string) string {
+		t.Helper()
+		o = mustNormalize(t, o)
+		for i, a := range o.RunArgs(o.Name, helper, false) {
+			if v, ok := strings.CutPrefix(a, LabelConfig+"="); ok && o.RunArgs(o.Name, helper, false)[i-1] == "--label" {
+				return v
+			}
+		}
+		t.Fatalf("no %s label", LabelConfig)
+		return ""
+	}
+	want := hash(base, "/h/a")
+	for _, c := range []struct {
+		name   string
+		o      Options
+		helper string
+	}{
+		{"another helper path", base, "/h/b"},
+		{"another name", Options{Image: "img", Name: "m"}, "/h/a"},
+		{"an environment", Options{Image: "img", Name: "n", Env: map[string]string{"K": "v"}}, "/h/a"},
+		{"another engine", Options{Image: "img", Name: "n", Engine: Engine{Context: "c"}}, "/h/a"},
+	} {
+		if got := hash(c.o, c.helper); got != want {
+			t.Errorf("%s changed the hash", c.name)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		o      Options
+		helper string
+	}{
+		{"no helper", base, ""},
+		{"image", Options{Image: "img2", Name: "n"}, "/h/a"},
+		{"network", Options{Image: "img", Name: "n", Network: "all"}, "/h/a"},
+		{"capability", Options{Image: "img", Name: "n", CapAdd: []string{"NET_RAW"}}, "/h/a"},
+		{"all capabilities kept", Options{Image: "img", Name: "n", KeepCapabilities: true}, "/h/a"},
+		{"new privileges", Options{Image: "img", Name: "n", AllowNewPrivileges: true}, "/h/a"},
+		{"writable root", Options{Image: "img", Name: "n", WritableRoot: true}, "/h/a"},
+		{"pids", Options{Image: "img", Name: "n", PidsLimit: 64}, "/h/a"},
+		{"memory", Options{Image: "img", Name: "n", Memory: 64 << 20}, "/h/a"},
+		{"cpus", Options{Image: "img", Name: "n", CPUs: 1}, "/h/a"},
+
+		{"file size", Options{Image: "img", Name: "n", FileSize: 1 << 20}, "/h/a"},
+		{"open files", Options{Image: "img", Name: "n", OpenFiles: 2048}, "/h/a"},
+		{"user", Options{Image: "img", Name: "n", User: "1000"}, "/h/a"},
+		{"bind", Options{Image: "img", Name: "n", Binds: []Bind{{Source: "/src", Target: "/w/src"}}}, "/h/a"},
+		{"writable bind", Options{Image: "img", Name: "n", Binds: []Bind{{Source: "/src", Target: "/w/src", Writable: true}}}, "/h/a"},
+		{"working directory", Options{Image: "img", Name: "n", WorkDir: "/w"}, "/h/a"},
+	} {
+		if got := hash(c.o, c.helper); got == want {
+			t.Errorf("%s left the hash as it was", c.name)
+		}
+	}
+	// Without the helper, the CPU-time and open-files limits are the
+	// container's; with it, the serving session's own (HelperArgs).
+	noHelper := hash(base, "")
+	for _, o := range []Options{{Image: "img", Name: "n", CPUTime: time.Second}, {Image: "img", Name: "n", OpenFiles: 64}} {
+		if hash(o, "") == noHelper {
+			t.Errorf("%+v without the helper left the hash as it was", o)
+		}
+		if hash(o, "/h/a") != want {
+			t.Errorf("%+v with the helper changed the hash", o)
 		}
 	}
 }

@@ -332,18 +332,6 @@ func (s *Sandbox) bringUp(ctx context.Context, id string) error {
 			mode, why = ModeHelper, ""
 		}
 	}
-	if mode == ModeCLI && s.o.Reconnect && s.o.Runtime != Apple && (s.o.CPUTime > 0 || s.o.OpenFiles > 0) {
-		// A container found again may have been made by a session with
-		// the helper, without the rlimits this fallback relies on.
-		out, err := s.run(ctx, nil, s.o.LimitsLabelArgs(id)...)
-		if err != nil {
-			return fmt.Errorf("checking container %s's limits: %w", s.o.Name, err)
-		}
-		if strings.TrimSpace(out) == LimitsPerCommand {
-			return fmt.Errorf("%w: container: %s was made with its CPU-time and open-files limits set on each command by hutch's helper, which this session does not use (%s): reconnect with the helper, or remove the container",
-				sandbox.ErrUnsupported, s.o.Name, why)
-		}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed && conn != nil {
@@ -369,6 +357,14 @@ func (s *Sandbox) create(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("%w: container: reconnect is ambiguous: %d containers carry the label %s=%s (%s): remove all but one",
 				sandbox.ErrConfig, len(ids), LabelID, o.Name, strings.Join(ids, ", "))
 		case len(ids) == 1:
+			out, err := s.run(ctx, nil, o.LabelArgs(ids[0], LabelConfig)...)
+			if err != nil {
+				return "", fmt.Errorf("checking container %s: %w", o.Name, err)
+			}
+			if strings.TrimSpace(out) != o.ConfigHash(s.helper != "") {
+				return "", fmt.Errorf("%w: container: %s was made with other options than this sandbox's (network, capabilities, limits, user, binds, working directory or image, or with or without hutch's helper, or by another version of hutch): reconnect with the options it was made with, or remove it",
+					sandbox.ErrConfig, o.Name)
+			}
 			if out, err := s.run(ctx, nil, o.StateArgs(ids[0])...); err == nil && strings.TrimSpace(out) != "true" {
 				if _, err := s.run(ctx, nil, o.StartArgs(ids[0])...); err != nil {
 					return "", fmt.Errorf("starting container %s again: %w", o.Name, err)

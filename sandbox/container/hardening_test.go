@@ -315,6 +315,19 @@ func TestReconnect(t *testing.T) {
 	if state := docker(t, "inspect", "--format", "{{.State.Running}}", id); state != "true" {
 		t.Fatalf("Close with Reconnect must keep the container running, state %s", state)
 	}
+	// Other options than those it was made with: refused, never a
+	// container wider than the sandbox asked for.
+	for _, o := range []container.Options{
+		{Name: name, Reconnect: true, Network: "all"},
+		{Name: name, Reconnect: true, Memory: 64 << 20},
+		{Name: name, Reconnect: true, NoHelper: true},
+	} {
+		sbx := newSB(t, o)
+		if _, err := sbx.Read(bg, "kept.txt"); !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "other options") {
+			t.Errorf("reconnect with network %q, memory %d, no helper %v: %v, want the refusal", o.Network, o.Memory, o.NoHelper, err)
+		}
+		sbx.Close()
+	}
 	sb2 := newSB(t, container.Options{Name: name, Reconnect: true})
 	if b, err := sb2.Read(bg, "kept.txt"); err != nil || string(b) != "still here" {
 		t.Errorf("second sandbox: %q, %v", b, err)

@@ -33,8 +33,9 @@ func TestReview6ReconnectWithoutHelperKeepsLimits(t *testing.T) {
 	sb2 := newSB(t, lim)
 	r, err := sb2.Exec(bg, sandbox.Command{Shell: "grep -e 'Max cpu time' -e 'Max open files' /proc/self/limits | tr -s ' '", Timeout: 30 * time.Second})
 	if err != nil {
-		// Refused, as it must be: the container has neither limit.
-		if !errors.Is(err, sandbox.ErrUnsupported) || !strings.Contains(err.Error(), "reconnect with the helper") {
+		// Refused, as it must be: the container has neither limit. (It
+		// was made with the helper: the config label differs.)
+		if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "reconnect with the options it was made with") {
 			t.Errorf("reconnected without the helper: %v, want the refusal naming the fix", err)
 		}
 		return

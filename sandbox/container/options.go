@@ -52,11 +52,9 @@ const (
 	// LabelRuntime is the label naming the runtime that made the
 	// container, so a reconnect never crosses runtimes.
 	LabelRuntime = "hutch.sandbox.runtime"
-	// LabelLimits, set to LimitsPerCommand, marks a container made without
-	// some of its options' rlimits because hutch's helper sets them on each
-	// command (see RunArgs): a session without the helper must not use it.
-	LabelLimits      = "hutch.sandbox.limits"
-	LimitsPerCommand = "per-command"
+	// LabelConfig carries the container's ConfigHash: a reconnect to a
+	// container made with other options is refused.
+	LabelConfig = "hutch.sandbox.config"
 )
 
 // Bind makes a path of the engine's machine visible in the container.
