@@ -78,21 +78,21 @@ func serveArgs(args []string) (lim CommandLimits, root string, err error) {
 	for len(args) > 1 {
 		name, v, _ := strings.Cut(args[0], "=")
 		var dst *uint64
-		min := uint64(1)
+		lo, hi := uint64(1), uint64(MaxCPUSeconds)
 		switch name {
 		case "--cpu-time":
 			dst = &lim.CPUSeconds
 		case "--open-files":
-			dst, min = &lim.OpenFiles, MinOpenFiles
+			dst, lo, hi = &lim.OpenFiles, MinOpenFiles, 1<<32-1
 		default:
 			return lim, "", fmt.Errorf("unknown option %q", args[0])
 		}
-		n, err := strconv.ParseUint(v, 10, 32)
+		n, err := strconv.ParseUint(v, 10, 64)
 		switch {
 		case *dst != 0:
 			return lim, "", fmt.Errorf("%s given twice", name)
-		case err != nil || n < min:
-			return lim, "", fmt.Errorf("%s=%s: want a whole number from %d up", name, v, min)
+		case err != nil || n < lo || n > hi:
+			return lim, "", fmt.Errorf("%s=%s: want a whole number from %d up to %d", name, v, lo, hi)
 		}
 		*dst = n
 		args = args[1:]
@@ -688,7 +688,7 @@ func reaperMain() int {
 		// A CPU-time limit binds this reaper's own (small) use too:
 		// it retires at half of it, long before the limit could stop
 		// it, and the server starts a fresh one.
-		res.Done = cpuHalfUsed(ownCPULimit()) || readLimits() != limits
+		res.Done = readLimits() != limits || cpuHalfUsed(cpuLimit(limits[unix.RLIMIT_CPU]))
 		if err := conn.Send(res); err != nil || res.Done {
 			return 0
 		}
@@ -696,20 +696,10 @@ func reaperMain() int {
 	return 0
 }
 
-// readLimits is this process's resource limits; a limit that cannot be
-// read is left zero (and then differs from any real one).
-func readLimits() (l [runnerLimits]unix.Rlimit) {
-	for r := range l {
-		_ = unix.Getrlimit(r, &l[r])
-	}
-	return l
-}
-
-// ownCPULimit is this process's soft CPU-time limit; 0 when there is none
-// (or it cannot be read).
-func ownCPULimit() time.Duration {
-	var lim unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_CPU, &lim) != nil || lim.Cur == unix.RLIM_INFINITY || lim.Cur > 1<<32 {
+// cpuLimit is the soft limit of an RLIMIT_CPU as a duration; 0 when there
+// is none (or it is too large to hold one).
+func cpuLimit(lim unix.Rlimit) time.Duration {
+	if lim.Cur == unix.RLIM_INFINITY || lim.Cur > 1<<32 {
 		return 0
 	}
 	return time.Duration(lim.Cur) * time.Second

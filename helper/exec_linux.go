@@ -24,6 +24,7 @@ import (
 // while nothing the command runs ever holds more than the command.
 func execMain() int {
 	runtime.LockOSThread() // capabilities are per thread: fork from this one
+	prepareCommandOOM()    // while its /proc files are still its own
 	// Out of the command's reach: it cannot reopen the status pipe through
 	// /proc to forge its own result, nor signal this PID 1 away.
 	unreachable()
@@ -150,7 +151,6 @@ func statusOf(ws unix.WaitStatus, ru *unix.Rusage) Status {
 // its descriptors, memory or threads; and deaf to the signals they may
 // send it (see dropSignals).
 func unreachable() {
-	prepareCommandOOM() // while its /proc files are still its own
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	dropSignals()
 }

@@ -45,6 +45,7 @@ const runnerMinOpenFiles = 64
 // command's status when it and everything it started have ended.
 func runnerMain() int {
 	runtime.LockOSThread() // confinement is per thread: start commands from this one
+	prepareCommandOOM()    // while its /proc files are still its own
 	unreachable()
 	conn, req, ok := recvStart()
 	if !ok {
@@ -211,16 +212,21 @@ type runnerState struct {
 // through RLIMIT_RTTIME).
 const runnerLimits = unix.RLIMIT_RTTIME + 1
 
+// readLimits is this process's resource limits (the runner's and a
+// container reaper's state a command may lower). Getrlimit cannot fail
+// for these resources; if it did, that limit would read as zero.
+func readLimits() (l [runnerLimits]unix.Rlimit) {
+	for r := range l {
+		_ = unix.Getrlimit(r, &l[r])
+	}
+	return l
+}
+
 // readRunnerState reads the state of the calling thread and its process.
 // The thread is the locked one that starts commands: scheduling and I/O
 // priority are per thread, and a command inherits them from it.
 func readRunnerState() (runnerState, error) {
-	var st runnerState
-	for r := range st.limits {
-		if err := unix.Getrlimit(r, &st.limits[r]); err != nil {
-			return st, fmt.Errorf("resource limit %d: %w", r, err)
-		}
-	}
+	st := runnerState{limits: readLimits()}
 	switch attr, err := unix.SchedGetAttr(0, 0); {
 	case err == nil:
 		st.sched = *attr

@@ -115,14 +115,10 @@ func (o Options) containerFlags(helper string, asInit bool) []string {
 		a = append(a, "--cpus", strconv.FormatFloat(o.CPUs, 'f', -1, 64))
 	}
 	if o.Runtime != Apple {
-		// CPU time and open files bind the whole container only without
-		// the helper: with it, the helper sets them on each command
-		// instead (HelperArgs), so that its own long-lived server is not
-		// bound by them (see helper.CommandLimits). An open-files limit
-		// above serverOpenFiles still goes to the container too: the
-		// helper could not raise its commands' limit above the
-		// container's, and the server has plenty there.
-		if o.CPUTime > 0 && helper == "" {
+		// With the helper, the limits perCommand names bind each command
+		// alone (HelperArgs), not the whole container.
+		cpuPerCommand, filesPerCommand := o.perCommand()
+		if o.CPUTime > 0 && !(helper != "" && cpuPerCommand) {
 			// SIGXCPU at the limit, as in the isolated tier (a result then
 			// names cpu_time); SIGKILL a second later for a command that
 			// catches it.
@@ -133,7 +129,7 @@ func (o Options) containerFlags(helper string, asInit bool) []string {
 			s := strconv.FormatInt(o.FileSize, 10)
 			a = append(a, "--ulimit", "fsize="+s+":"+s)
 		}
-		if o.OpenFiles > 0 && (helper == "" || o.OpenFiles > serverOpenFiles) {
+		if o.OpenFiles > 0 && !(helper != "" && filesPerCommand) {
 			s := strconv.Itoa(o.OpenFiles)
 			a = append(a, "--ulimit", "nofile="+s+":"+s)
 		}
@@ -226,10 +222,26 @@ func (o Options) HelperArgs(id string) []string {
 // more (1024 on podman, 1048576 on docker as usually set up).
 const serverOpenFiles = 1024
 
+// perCommand reports which of the limits hutch's helper, when it runs,
+// sets on each command alone instead of the runtime on the whole container
+// (see RunArgs), so that its own long-lived server is not bound by them
+// (see helper.CommandLimits): CPU time, and open files up to
+// serverOpenFiles (above it the container gets the limit too: the helper
+// could not raise its commands' limit above the container's, and the
+// server has plenty there). None on Apple's runtime, which sets no
+// rlimits.
+func (o Options) perCommand() (cpu, files bool) {
+	if o.Runtime == Apple {
+		return false, false
+	}
+	return o.CPUTime > 0, o.OpenFiles > 0 && o.OpenFiles <= serverOpenFiles
+}
+
 // helperLimits reports whether the helper sets limits the container does
 // not have (RunArgs with a helper): then commands must not run without it.
 func (o Options) helperLimits() bool {
-	return o.Runtime != Apple && (o.CPUTime > 0 || (o.OpenFiles > 0 && o.OpenFiles <= serverOpenFiles))
+	cpu, files := o.perCommand()
+	return cpu || files
 }
 
 // cpuSeconds is the CPU-time limit in the whole seconds rlimits count,
@@ -260,15 +272,15 @@ func (o Options) FindArgs(name string) []string {
 		"--filter", "label="+LabelID+"="+name, "--filter", "label="+LabelRuntime+"="+string(o.Runtime))
 }
 
-// StateArgs prints whether container id is running ("true"/"false"). On
-// Apple it only inspects the container (its exit status says whether the
-// container exists).
 // LabelArgs is the argv printing container id's label (empty when it has
 // none). Not for Apple's runtime, which has no reconnect.
 func (o Options) LabelArgs(id, label string) []string {
 	return o.cmd("inspect", "--type", "container", "--format", `{{index .Config.Labels "`+label+`"}}`, id)
 }
 
+// StateArgs prints whether container id is running ("true"/"false"). On
+// Apple it only inspects the container (its exit status says whether the
+// container exists).
 func (o Options) StateArgs(id string) []string {
 	if o.Runtime == Apple {
 		return o.cmd("inspect", id)
