@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hutchsandbox/hutch/policy"
@@ -96,13 +95,8 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
 	}
 	defer f.Close()
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		// Another user's file is theirs to read and rewrite, whatever its
-		// mode: a planted token.
-		return "", fmt.Errorf("%w: token file %s belongs to uid %d, not to this user (uid %d): use a file of your own", sandbox.ErrConfig, path, st.Uid, os.Geteuid())
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%w: token file %s is open to group or others (mode %04o): chmod 600 %s", sandbox.ErrConfig, path, perm, path)
+	if err := sandbox.CheckPrivate("token file", path, fi); err != nil {
+		return "", err // another user's file, whatever its mode, may be a planted token
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenLen+2))
 	if err != nil {

@@ -200,7 +200,7 @@ func askResult(req permission.Request) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{askInputID: &mcp.ElicitParams{
 			Mode:            "form",
-			Message:         fmt.Sprintf("hutch: allow %s? %s (tool %s)", req.Capability, req.Detail, req.Tool),
+			Message:         "hutch: " + tool.Question(req),
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 		}},
 		RequestState: signState(key),
@@ -223,17 +223,30 @@ var issued = struct {
 	m map[string]time.Time
 }{m: map[string]time.Time{}}
 
-const questionTTL = 30 * time.Minute
+// maxQuestions bounds the outstanding questions: a client that calls a
+// privileged tool without end and never answers cannot grow the server's
+// memory. Past it, the oldest question is forgotten (its answer, should
+// one come, is then refused as unknown).
+const (
+	questionTTL  = 30 * time.Minute
+	maxQuestions = 1024
+)
 
 func remember(body string) {
 	issued.Lock()
 	defer issued.Unlock()
 	now := time.Now()
-	if len(issued.m) >= 64 {
+	if len(issued.m) >= maxQuestions {
+		oldest, at := "", now
 		for k, t := range issued.m {
 			if now.Sub(t) > questionTTL {
 				delete(issued.m, k)
+			} else if t.Before(at) {
+				oldest, at = k, t
 			}
+		}
+		if len(issued.m) >= maxQuestions {
+			delete(issued.m, oldest)
 		}
 	}
 	issued.m[body] = now

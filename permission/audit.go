@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // AuditEntry is one decision, written as one JSON line.
@@ -36,6 +38,15 @@ func OpenAudit(path string) (*AuditLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	// A log others may write can be rewritten after the fact.
+	fi, err := f.Stat()
+	if err == nil {
+		err = sandbox.CheckPrivate("audit log", path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return &AuditLog{f: f}, nil
 }

@@ -27,8 +27,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -125,6 +127,17 @@ type Request struct {
 	// Approvals bind to it too: one given for one workspace never covers
 	// a call in another that shares the store.
 	Scope string
+}
+
+// Printable is s as it can be shown to a person making a decision: s
+// itself when every character is printable, else s quoted with Go's
+// escapes. A carriage return, a terminal escape, a line flood or a
+// right-to-left override in an agent's text then cannot hide part of it.
+func Printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 func (r Request) describe() string {
@@ -242,7 +255,8 @@ func (g *Gate) NeverAllows(c Capability) bool {
 // Check decides req. A denial is a Decision with Allowed false, never an
 // error. The error is non-nil only in Approve mode while the request waits
 // for a human (*ApprovalRequiredError), when the Asker deferred
-// (ErrAskDeferred), or when ctx is done.
+// (ErrAskDeferred), or when ctx is done (also when it is done by the time
+// the Asker says yes: the answer then allows nothing).
 func (g *Gate) Check(ctx context.Context, req Request) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
@@ -283,6 +297,10 @@ func (g *Gate) decide(ctx context.Context, req Request) (Decision, error) {
 			return deny("asker", "%s denied: could not ask: %v", req.describe(), err), nil
 		case !ok:
 			return deny("asker", "%s denied by user", req.describe()), nil
+		case ctx.Err() != nil:
+			// A yes that came after the call was given up covers
+			// nothing: the call is over.
+			return Decision{By: "asker"}, ctx.Err()
 		}
 		return Decision{Allowed: true, By: "asker"}, nil
 	case Approve:

@@ -442,3 +442,15 @@ func TestApproveOpenRequestsBounded(t *testing.T) {
 		t.Errorf("after a decision: %v", err)
 	}
 }
+
+// A file that is not a store is refused with the fix named.
+func TestOpenStoreNotAStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := permission.OpenStore(path)
+	if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "move it aside or give another --store") {
+		t.Fatalf("OpenStore of a text file: %v", err)
+	}
+}

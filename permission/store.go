@@ -14,6 +14,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -84,6 +85,13 @@ func OpenStore(path string) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: approval store path is empty", sandbox.ErrConfig)
 	}
+	if fi, err := os.Stat(path); err == nil {
+		// Whoever may write the store may approve the agent's requests;
+		// whoever may read it sees every command and content asked for.
+		if err := sandbox.CheckPrivate("approval store", path, fi); err != nil {
+			return nil, err
+		}
+	}
 	s := &Store{path: path}
 	err := s.update(context.Background(), func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketByID, bucketOpen} {
@@ -94,7 +102,11 @@ func OpenStore(path string) (*Store, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: approval store %s: %v", sandbox.ErrConfig, path, err)
+		hint := ""
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
+			hint = " (not a hutch approval store, or a damaged one: move it aside or give another --store)"
+		}
+		return nil, fmt.Errorf("%w: approval store %s: %v%s", sandbox.ErrConfig, path, err, hint)
 	}
 	return s, nil
 }
@@ -208,7 +220,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) 
 			}
 			return open.Delete([]byte(key))
 		}
-		if open.Stats().KeyN >= MaxOpen {
+		if open.Stats().KeyN >= MaxOpen && pendingCount(byID, open) >= MaxOpen {
 			return ErrTooManyOpen
 		}
 		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: req.Detail, Tool: req.Tool,
@@ -289,6 +301,20 @@ func (s *Store) List(ctx context.Context, statuses ...Status) ([]Approval, error
 	})
 	slices.SortFunc(out, func(a, b Approval) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, err
+}
+
+// pendingCount counts the open requests still waiting for a person. Only
+// those count towards MaxOpen: a decided one waits for its call, and the
+// person who decided it has done what ErrTooManyOpen asks.
+func pendingCount(byID, open *bolt.Bucket) int {
+	n := 0
+	_ = open.ForEach(func(_, id []byte) error {
+		if a, err := getApproval(byID, string(id)); err != nil || a.Status == StatusPending {
+			n++ // an unreadable one counts as waiting
+		}
+		return nil
+	})
+	return n
 }
 
 func getApproval(b *bolt.Bucket, id string) (Approval, error) {

@@ -149,6 +149,16 @@ func ReadStat(ctx context.Context, sb Sandbox, path string, max int64) ([]byte, 
 	return data, fi, err
 }
 
+// Scoper is implemented by tiers whose Root alone does not say what a call
+// reaches (the container tier: an image, binds and an engine; the isolated
+// tier: a policy). Scope names all of it, so an approval given for a call
+// in one sandbox never covers the same call in another sandbox that shares
+// the approval store. Two sandboxes with the same Scope reach the same
+// things.
+type Scoper interface {
+	Scope() string
+}
+
 // InMemory is implemented by tiers whose files exist only in hutch's memory
 // (the virtual tier): nothing outside hutch can change them, so guards
 // against external changes (read-before-write) may be skipped.

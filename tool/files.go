@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -325,4 +326,45 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 		return failf("%s", describeErr(err)), nil
 	}
 	return structured(map[string]any{"files": files}), nil
+}
+
+// previewBytes bounds how much of a write a question shows.
+const previewBytes = 600
+
+// Question is what a person is asked about req, one line of printable
+// text: the capability and detail (a path, a command, a URL), the tool,
+// and for write_file and edit_file what the call writes, quoted and cut
+// to a preview with its size, so a yes never covers content nobody saw.
+// Text from the agent cannot hide in it (see permission.Printable).
+func Question(req permission.Request) string {
+	q := fmt.Sprintf("allow %s? %s (tool %s)", req.Capability, permission.Printable(req.Detail), permission.Printable(req.Tool))
+	switch req.Tool {
+	case "write_file":
+		var a writeArgs
+		if json.Unmarshal(req.Args, &a) == nil && a.Content != nil {
+			q += fmt.Sprintf(": writes %d bytes: %s", len(*a.Content), preview(*a.Content))
+		}
+	case "edit_file":
+		var a editArgs
+		if json.Unmarshal(req.Args, &a) == nil && a.OldString != nil && a.NewString != nil {
+			q += fmt.Sprintf(": replaces %s with %s", preview(*a.OldString), preview(*a.NewString))
+			if a.ReplaceAll {
+				q += " everywhere"
+			}
+		}
+	}
+	return q
+}
+
+// preview is s quoted, cut to previewBytes (on a character boundary) with
+// what was left out.
+func preview(s string) string {
+	if len(s) <= previewBytes {
+		return strconv.Quote(s)
+	}
+	cut := previewBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d more bytes)", strconv.Quote(s[:cut]), len(s)-cut)
 }

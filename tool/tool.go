@@ -109,10 +109,14 @@ func New(opts Options) (*Toolset, error) {
 	return ts, nil
 }
 
-// Scope names the sandbox for approvals: its tier and root, so an approval
-// given for one workspace never lets a call through in another that shares
-// the approval store; an in-memory sandbox is its own scope.
+// Scope names the sandbox for approvals: its own Scope when it has one
+// (sandbox.Scoper), else its tier and root, so an approval given for one
+// workspace never lets a call through in another that shares the approval
+// store; an in-memory sandbox is its own scope.
 func Scope(sb sandbox.Sandbox) string {
+	if s, ok := sb.(sandbox.Scoper); ok {
+		return fmt.Sprintf("%T:%s", sb, s.Scope())
+	}
 	if _, ok := sb.(sandbox.InMemory); ok {
 		return fmt.Sprintf("%T@%p", sb, sb)
 	}
@@ -190,10 +194,9 @@ func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, deta
 			return failf("encoding arguments: %v", err), false, nil
 		}
 	}
+	// A full approval store is a denial that says so (the gate fails
+	// closed on every store error), not an error of its own.
 	d, err := ts.opts.Gate.Check(ctx, permission.Request{Capability: c, Detail: detail, Tool: tool, Args: raw, Scope: ts.scope})
-	if errors.Is(err, permission.ErrTooManyOpen) {
-		return failf("%s not approved: %v", c, err), false, nil
-	}
 	if err != nil {
 		return Output{}, false, err
 	}

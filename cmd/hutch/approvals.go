@@ -3,10 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -51,7 +48,7 @@ func newApprovalsCmd() *cobra.Command {
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSTATUS\tCAPABILITY\tTOOL\tDETAIL\tCREATED")
 			for _, a := range items {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Status, safe(string(a.Capability)), safe(a.Tool), safe(a.Detail), a.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Status, permission.Printable(string(a.Capability)), permission.Printable(a.Tool), permission.Printable(a.Detail), a.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 			}
 			return w.Flush()
 		},
@@ -73,21 +70,11 @@ func newApprovalsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s (%s); it covers the next identical call, once\n", a.Status, a.ID, safe(string(a.Capability)), safe(a.Detail))
+				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s (%s); it covers the next identical call, once\n", a.Status, a.ID, permission.Printable(string(a.Capability)), permission.Printable(a.Detail))
 				return nil
 			},
 		}
 	}
 	c.AddCommand(list, decide("approve", "Approve one pending request", true), decide("deny", "Deny one pending request", false))
 	return c
-}
-
-// safe shows text an agent chose without letting it steer the terminal: a
-// string holding control characters (escape sequences, backspaces, line
-// breaks) is printed quoted, with those characters escaped.
-func safe(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) < 0 {
-		return s
-	}
-	return strconv.Quote(s)
 }

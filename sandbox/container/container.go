@@ -48,6 +48,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
@@ -203,6 +204,16 @@ func elfArch(p string) (arch string, static bool) {
 
 // Root is the working directory inside the container.
 func (s *Sandbox) Root() string { return s.o.WorkDir }
+
+// Scope names what calls in this sandbox reach, for approvals (see
+// sandbox.Scoper): the runtime, the engine, the container's configuration
+// (ConfigHash: image, binds and their host sources, network, limits, ...)
+// and the working directory. The container's name is left out, so a
+// reconnect keeps its approvals.
+func (s *Sandbox) Scope() string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{string(s.o.Runtime), s.o.Engine.Context, s.o.Engine.Host, s.o.ConfigHash(false)}, "\x00")))
+	return fmt.Sprintf("container %s %s", hex.EncodeToString(sum[:12]), s.o.WorkDir)
+}
 
 // Name is the container's name and identity label value.
 func (s *Sandbox) Name() string { return s.o.Name }

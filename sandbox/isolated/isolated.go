@@ -22,6 +22,9 @@ package isolated
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -398,6 +401,16 @@ func (s *Sandbox) call(ctx context.Context, req helper.Request, files ...*os.Fil
 
 // Root is the policy's start directory, where relative paths resolve.
 func (s *Sandbox) Root() string { return s.pol.Dir }
+
+// Scope names what calls in this sandbox reach, for approvals (see
+// sandbox.Scoper): its start directory and a digest of its whole policy,
+// so an approval given under one policy never covers a call under a wider
+// one (more to write, the network) in the same directory.
+func (s *Sandbox) Scope() string {
+	b, _ := json.Marshal(s.pol) // a normalized policy always marshals
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("isolated %s %s", hex.EncodeToString(sum[:12]), s.pol.Dir)
+}
 
 // Policy is the (normalized) policy the sandbox enforces.
 func (s *Sandbox) Policy() policy.Policy { return s.pol }
