@@ -46,6 +46,7 @@ func containerMain(args []string) (code int, ok bool) {
 	}
 	switch args[0] {
 	case "init":
+		reserveThreads(idleThreads)
 		return containerInit(), true
 	case "serve":
 		lim, root, err := serveArgs(args[1:])
@@ -53,8 +54,10 @@ func containerMain(args []string) (code int, ok bool) {
 			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--cpu-time=SECONDS] [--open-files=N] ROOT)\n", err)
 			return 2, true
 		}
+		reserveThreads(serverThreads)
 		return serveStream(os.Stdin, os.Stdout, root, lim), true
 	case "reaper":
+		reserveThreads(starterThreads)
 		return reaperMain(), true
 	}
 	return 0, false
@@ -569,7 +572,6 @@ func (s *streamServer) shutdown() {
 // reaperProc is the server's handle on one reaper.
 type reaperProc struct {
 	cmd  *exec.Cmd
-	sock *os.File
 	conn *Conn
 }
 
@@ -593,7 +595,12 @@ func (s *streamServer) startReaper() (*reaperProc, error) {
 		return nil, fmt.Errorf("starting a reaper: %w", err)
 	}
 	go func() { _ = c.Wait() }()
-	r := &reaperProc{cmd: c, sock: host, conn: NewConn(int(host.Fd()))}
+	conn, err := FileConn(host)
+	if err != nil {
+		_ = c.Process.Kill()
+		return nil, fmt.Errorf("starting a reaper: %w", err)
+	}
+	r := &reaperProc{cmd: c, conn: conn}
 	if err := s.cmdLimits.set(c.Process.Pid); err != nil {
 		r.discard()
 		return nil, fmt.Errorf("setting a reaper's limits: %w", err)
@@ -623,7 +630,7 @@ func (l CommandLimits) set(pid int) error {
 }
 
 // discard closes the reaper's socket: it ends what it runs and exits.
-func (r *reaperProc) discard() { r.sock.Close() }
+func (r *reaperProc) discard() { _ = r.conn.Close() }
 
 // reaperMain runs commands one at a time, each in a session of its own,
 // as a child subreaper: every process a command starts stays its

@@ -100,11 +100,17 @@ func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started 
 // false, a line naming it is on stderr and st carries the shell's 126 (or
 // 127 when it is missing).
 func forkCommand(job Job, prog string, sys *syscall.SysProcAttr, stdin, stdout, stderr *os.File) (pid int, st Status, ok bool) {
+	sys, enter, leave := intoCommandGroup(job, sys)
+	if err := enter(); err != nil {
+		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
+		return 0, Status{Exited: true, ExitCode: 126}, false // never outside the group
+	}
 	commandOOM.raise() // the child starts as the OOM killer's first choice
 	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
 		Dir: job.Dir, Env: job.Env, Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}, Sys: sys,
 	})
 	commandOOM.lower()
+	leave()
 	if err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {

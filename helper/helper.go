@@ -56,10 +56,13 @@ func Main() {
 	if len(os.Args) > 0 {
 		switch os.Args[0] {
 		case InitName:
+			reserveThreads(serverThreads)
 			os.Exit(initMain())
 		case ExecName:
+			reserveThreads(starterThreads)
 			os.Exit(execMain())
 		case RunnerName:
+			reserveThreads(starterThreads)
 			os.Exit(runnerMain())
 		}
 		if filepath.Base(os.Args[0]) == ContainerHelperName {
@@ -91,6 +94,10 @@ type Job struct {
 	// rlimits.
 	MemoryByCgroup bool `json:"memory_by_cgroup,omitempty"`
 	PidsByCgroup   bool `json:"pids_by_cgroup,omitempty"`
+	// CmdGroup says how commands start in the commands' control group
+	// (GroupByThread, GroupByClone; see CommandGroup), whose files the
+	// helpers hold at CmdGroupFD and HomeGroupFD; "" for none.
+	CmdGroup string `json:"cmd_group,omitempty"`
 }
 
 // pathEnv is the command's PATH: the last PATH= of its environment, or

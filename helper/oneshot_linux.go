@@ -32,14 +32,17 @@ import (
 // the command ended on a pipe. Nothing of the Go runtime runs in the
 // child, so it costs one fork rather than one process start of this
 // binary. join, when set, is called with the child's pid before the child
-// does anything (to move it into control groups).
+// does anything (to move it into control groups); cmdGroup, when set, is
+// the cgroup.procs file of the commands' group (see CommandGroup): the
+// command's process writes itself into it before it runs anything, and
+// does not run when it cannot.
 //
 // The policy's network must be none or all (an allow-list needs the
 // init's bridge: use a session). timeout, when positive, kills the whole
 // sandbox; so does ctx. timedOut reports the former. err is for a sandbox
 // that could not be built or run (ErrUnsupported, with the reason) or a
 // cancelled ctx; what the command did is in the Status.
-func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join func(pid int) error, timeout time.Duration) (st Status, timedOut bool, err error) {
+func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join func(pid int) error, cmdGroup *os.File, timeout time.Duration) (st Status, timedOut bool, err error) {
 	if len(job.Argv) == 0 {
 		return st, false, fmt.Errorf("%w: no command", sandbox.ErrConfig)
 	}
@@ -100,10 +103,15 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	}
 	dirOp := b.mark()
 	b.call("start directory "+job.Dir, unix.SYS_CHDIR, b.str(job.Dir))
-	// The command's streams on 0, 1, 2; the status pipe on 3 (closed at
-	// exec); nothing else of this process.
-	var high [4]uint8
-	for i, s := range []uint8{sIn, sOut, sErr, sStatus} {
+	// The command's streams on 0, 1, 2; the status pipe on 3 and the
+	// commands' group on 4 (both closed at exec); nothing else of this
+	// process.
+	low := []uint8{sIn, sOut, sErr, sStatus}
+	if cmdGroup != nil {
+		low = append(low, fd(cmdGroup))
+	}
+	high := make([]uint8, len(low))
+	for i, s := range low {
 		high[i] = b.slot()
 		o := b.call("standard streams", unix.SYS_FCNTL, 0, unix.F_DUPFD_CLOEXEC, 10)
 		o.in[0], o.out = s, high[i]
@@ -113,10 +121,17 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	}
 	o := b.call("status pipe", unix.SYS_DUP3, 0, 3, unix.O_CLOEXEC)
 	o.in[0], o.out = high[3], sStatus
-	b.call("closing inherited descriptors", unix.SYS_CLOSE_RANGE, 4, ^uintptr(0)>>32, 0)
+	if cmdGroup != nil {
+		b.call("commands' cgroup", unix.SYS_DUP3, 0, oneShotGroupFD, unix.O_CLOEXEC).in[0] = high[4]
+	}
+	b.call("closing inherited descriptors", unix.SYS_CLOSE_RANGE, uintptr(len(low)), ^uintptr(0)>>32, 0)
 	// The command's strings live with the program, which refuses any with
 	// a NUL byte.
 	x := newOneShotExec(b, job, sStatus)
+	x.group = -1
+	if cmdGroup != nil {
+		x.group = oneShotGroupFD
+	}
 	oomOps(b, x) // while PID 1 may still open its own /proc files
 	// Out of the command's reach: not dumpable (no /proc access to this
 	// PID 1), and every signal stays blocked here.
@@ -297,10 +312,14 @@ type oneShotRecord struct {
 	Rusage unix.Rusage
 }
 
+// oneShotGroupFD is where the one-shot PID 1 holds the commands' group.
+const oneShotGroupFD = 4
+
 // oneShotExec is what the child needs to start the command, ready for
 // raw system calls.
 type oneShotExec struct {
 	status uint8 // the program's slot of the status pipe
+	group  int   // the commands' group's cgroup.procs, or -1
 	// paths are the command's candidate files, tried in order (a PATH
 	// search done by execve itself, inside the sandbox).
 	paths      []uintptr
@@ -448,6 +467,20 @@ func startCommand(x *oneShotExec) {
 		}
 	}
 	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&x.empty)), 0, 8, 0, 0)
+	if x.group >= 0 {
+		// Into the commands' group before anything runs; never outside.
+		if _, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(x.group), uintptr(unsafe.Pointer(&zero[0])), 1); e != 0 {
+			write2(x.prefix)
+			write2(groupFailed)
+			if t := x.errText; uintptr(e) < uintptr(len(t)) {
+				write2(t[e])
+			}
+			write2(newline[:])
+			for {
+				syscall.RawSyscall(unix.SYS_EXIT_GROUP, 126, 0, 0)
+			}
+		}
+	}
 	if x.dataLimit.Max > 0 {
 		syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&x.dataLimit)), 0, 0, 0)
 	}
@@ -472,7 +505,11 @@ func startCommand(x *oneShotExec) {
 	}
 }
 
-var newline = [1]byte{'\n'}
+var (
+	newline     = [1]byte{'\n'}
+	zero        = [1]byte{'0'} // written to cgroup.procs: the writing process
+	groupFailed = []byte("cannot join the commands' cgroup: ")
+)
 
 //go:nosplit
 //go:norace

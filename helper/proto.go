@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -105,19 +106,61 @@ func (e *remoteError) Error() string        { return e.msg }
 func (e *remoteError) Is(target error) bool { return target == e.is || errors.Is(e.is, target) }
 
 // Conn is one end of the socket pair. Send is safe for concurrent use,
-// also with Close; Recv is for one reader, which must be done before
-// Close (a descriptor closed under a blocked read could be reused).
+// also with Close; Recv is for one reader at a time. Close may come while
+// a Recv or Send waits: the waiting call then fails, and the descriptor is
+// released only after it has returned, so no later descriptor is touched.
+//
+// The socket is non-blocking and waits go through Go's poller, so a
+// waiting Recv holds no OS thread. That matters inside sandboxes: the
+// helper's processes share the sandbox's process limit with its commands,
+// and a fork bomb that fills it leaves the Go runtime no thread to create
+// (see ReserveThreads).
 type Conn struct {
-	fd     int
+	f      *os.File
+	rc     syscall.RawConn
 	wmu    sync.Mutex
-	closed bool // under wmu: no send may reach a reused descriptor
+	closed bool // under wmu: no send after Close
+	rmu    sync.Mutex
 	buf    []byte
 	oob    []byte
+	wait   int // MSG_DONTWAIT when the poller waits; 0 when calls block
 }
 
-// NewConn wraps a SOCK_SEQPACKET socket.
+// NewConn wraps a SOCK_SEQPACKET socket and takes ownership of fd: Close
+// closes it. fd is made non-blocking (with every descriptor that shares
+// its open file description).
 func NewConn(fd int) *Conn {
-	return &Conn{fd: fd, buf: make([]byte, MaxRecord), oob: make([]byte, unix.CmsgSpace(8*4))}
+	_ = unix.SetNonblock(fd, true)
+	f := os.NewFile(uintptr(fd), "hutch-conn")
+	c := &Conn{f: f, buf: make([]byte, MaxRecord), oob: make([]byte, unix.CmsgSpace(8*4)), wait: unix.MSG_DONTWAIT}
+	if f.SetDeadline(time.Time{}) != nil {
+		// Not in the poller (it refused the descriptor): calls block
+		// a thread each, as they would on any blocking socket.
+		_ = unix.SetNonblock(fd, false)
+		c.wait = 0
+	}
+	c.rc, _ = f.SyscallConn() // never fails for a file just made
+	return c
+}
+
+// FileConn is NewConn for a socket held as a file: it takes ownership of
+// f, which must not be used or closed by the caller afterwards.
+func FileConn(f *os.File) (*Conn, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var fd int
+	var derr error
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		derr = err
+	}
+	f.Close()
+	if derr != nil {
+		return nil, fmt.Errorf("taking over the socket: %w", derr)
+	}
+	return NewConn(fd), nil
 }
 
 // SocketPair makes a connected pair, close-on-exec.
@@ -151,23 +194,26 @@ func (c *Conn) Send(v any, files ...*os.File) error {
 	if c.closed {
 		return fs.ErrClosed
 	}
-	for {
-		err = unix.Sendmsg(c.fd, b, oob, nil, 0)
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
+	if rerr := c.io(false, func(fd int) error {
+		err = unix.Sendmsg(fd, b, oob, nil, c.wait|unix.MSG_NOSIGNAL)
+		return err
+	}); rerr != nil {
+		return rerr
 	}
+	return err
 }
 
 // Recv reads one record into v and returns the files that came with it.
 func (c *Conn) Recv(v any) ([]*os.File, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
 	var n, oobn int
 	var err error
-	for {
-		n, oobn, _, _, err = unix.Recvmsg(c.fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
+	if rerr := c.io(true, func(fd int) error {
+		n, oobn, _, _, err = unix.Recvmsg(fd, c.buf, c.oob, unix.MSG_CMSG_CLOEXEC|c.wait)
+		return err
+	}); rerr != nil {
+		return nil, rerr
 	}
 	if err != nil {
 		return nil, err
@@ -208,5 +254,23 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
-	return unix.Close(c.fd)
+	return c.f.Close()
+}
+
+// io runs op on the socket, again when interrupted, and waits in the
+// poller while it would block. Its error is the poller's (the Conn was
+// closed); op's own is op's to keep.
+func (c *Conn) io(read bool, op func(fd int) error) error {
+	retry := func(fd uintptr) bool {
+		for {
+			err := op(int(fd))
+			if !errors.Is(err, unix.EINTR) {
+				return !errors.Is(err, unix.EAGAIN)
+			}
+		}
+	}
+	if read {
+		return c.rc.Read(retry)
+	}
+	return c.rc.Write(retry)
 }

@@ -268,7 +268,6 @@ func (st runnerState) intact() bool {
 // runner is the init's handle on one runner process.
 type runner struct {
 	cmd  *exec.Cmd
-	sock *os.File // the init's end of the socket; conn uses its descriptor
 	conn *Conn
 }
 
@@ -291,13 +290,19 @@ func startRunner(job Job) (*runner, error) {
 	c.Args = []string{RunnerName}
 	c.Dir = "/"
 	c.Env = []string{}
-	c.ExtraFiles = []*os.File{child}
+	c.ExtraFiles = groupExtraFiles(job, []*os.File{child})
 	c.SysProcAttr = helperAttrs()
 	if err := c.Start(); err != nil {
 		host.Close()
 		return nil, fmt.Errorf("starting the runner: %w", err)
 	}
-	r := &runner{cmd: c, sock: host, conn: NewConn(int(host.Fd()))}
+	conn, err := FileConn(host)
+	if err != nil {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+		return nil, fmt.Errorf("starting the runner: %w", err)
+	}
+	r := &runner{cmd: c, conn: conn}
 	job.Argv = []string{"-"} // the session's job; each exec names its command
 	var res Response
 	if err := r.conn.Send(Request{Op: "start", Job: &job}); err != nil {
@@ -318,7 +323,7 @@ func startRunner(job Job) (*runner, error) {
 func (r *runner) discard() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
-	r.sock.Close()
+	_ = r.conn.Close()
 }
 
 // runOutcome is how a command handed to a runner ended.

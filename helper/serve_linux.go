@@ -342,7 +342,7 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	c.Dir = job.Dir
 	c.Env = []string{}
 	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], passed[2]
-	c.ExtraFiles = []*os.File{jobR, stW}
+	c.ExtraFiles = groupExtraFiles(job, []*os.File{jobR, stW})
 	c.SysProcAttr = helperAttrs()
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("starting the command: %w", err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
@@ -20,12 +21,33 @@ var cgroupRoot = "/sys/fs/cgroup"
 
 // cgroup is one sandbox's memory and pids control groups, on cgroup v2
 // (one directory) or v1 (one per controller).
+//
+// A process limit binds the command's processes, not hutch's: commands
+// start in a group of their own below the sandbox's pids group (cmd, with
+// the policy's limit), while hutch's processes in the sandbox (a
+// session's init, runner and exec helpers, a one-shot's PID 1) stay above
+// it, bounded by the sandbox group's own, wider limit. On cgroup v2, where
+// a group with children holds no processes, hutch's are in a sibling
+// group (hutch). The helpers start each command inside cmd (see
+// helper.CommandGroup); no command runs anywhere else.
 type cgroup struct {
 	dirs   map[string]string // controller -> directory
 	v2     bool
 	memory bool // a memory limit is set here
-	pids   bool // a pids limit is set here
+	pids   bool // a pids limit is set here (on cmd)
 }
+
+// Names of the sandbox's pids subgroups.
+const (
+	cmdGroup   = "cmd"
+	hutchGroup = "hutch" // v2 only
+)
+
+// hutchProcesses is what the sandbox's pids group allows beyond the
+// commands' limit, for hutch's own processes and threads in it: far more
+// than they use (a session's init and runner hold about 20 threads, each
+// concurrent exec helper about 10), as a bound, not a budget.
+const hutchProcesses = 1024
 
 // newCgroup creates control groups for the policy's memory and process
 // limits, or returns nil (and why) when this host does not let hutch: not
@@ -114,22 +136,77 @@ func (cg *cgroup) limit(l policy.Limits) error {
 		cg.memory = true
 	}
 	if dir := cg.dirs["pids"]; dir != "" && l.Processes > 0 {
-		if err := write("pids", "pids.max", strconv.Itoa(l.Processes)); err != nil {
+		if err := write("pids", "pids.max", strconv.Itoa(l.Processes+hutchProcesses)); err != nil {
 			return err
 		}
-		cg.pids = true
+		subs := []string{cmdGroup}
+		if cg.v2 {
+			if err := write("pids", "cgroup.subtree_control", "+pids"); err != nil {
+				return fmt.Errorf("enabling pids below %s: %w", dir, err)
+			}
+			subs = append(subs, hutchGroup)
+		}
+		cg.pids = true // from here on remove takes the subgroups too
+		for _, sub := range subs {
+			if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+				return fmt.Errorf("creating cgroup: %w", err)
+			}
+		}
+		if err := write("pids", filepath.Join(cmdGroup, "pids.max"), strconv.Itoa(l.Processes)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// add moves pid (the sandbox's init, before it starts anything) in.
+// add moves pid (the sandbox's init or PID 1, before it starts anything)
+// in: into hutch's part of the groups.
 func (cg *cgroup) add(pid int) error {
 	for _, dir := range cg.dirs {
+		if cg.v2 && cg.pids {
+			dir = filepath.Join(dir, hutchGroup) // memory and pids share v2's directory
+		}
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 			return fmt.Errorf("joining cgroup %s: %w", dir, err)
 		}
 	}
 	return nil
+}
+
+// commandFiles opens what the sandbox's helpers need to start commands in
+// the commands' group (see helper.CommandGroup): none without a process
+// limit. The caller closes them once the helper has its copies.
+func (cg *cgroup) commandFiles() (helper.CommandGroup, error) {
+	var g helper.CommandGroup
+	if cg == nil || !cg.pids {
+		return g, nil
+	}
+	cmd := filepath.Join(cg.dirs["pids"], cmdGroup)
+	open := func(path string, flag int) (*os.File, error) {
+		f, err := os.OpenFile(path, flag, 0)
+		if err != nil {
+			return nil, fmt.Errorf("opening the commands' cgroup: %w", err)
+		}
+		return f, nil
+	}
+	var err error
+	if g.Procs, err = open(filepath.Join(cmd, "cgroup.procs"), os.O_WRONLY); err != nil {
+		return g, err
+	}
+	if cg.v2 {
+		g.Mode = helper.GroupByClone
+		g.Dir, err = open(cmd, os.O_RDONLY|syscall.O_DIRECTORY)
+	} else {
+		g.Mode = helper.GroupByThread
+		if g.Enter, err = open(filepath.Join(cmd, "tasks"), os.O_WRONLY); err == nil {
+			g.Leave, err = open(filepath.Join(cg.dirs["pids"], "tasks"), os.O_WRONLY)
+		}
+	}
+	if err != nil {
+		g.Close()
+		return helper.CommandGroup{}, err
+	}
+	return g, nil
 }
 
 // files are the counter files of the limits set here: none for a nil
@@ -146,7 +223,7 @@ func (cg *cgroup) files() helper.CgroupFiles {
 		}
 	}
 	if cg.pids {
-		f.Pids = filepath.Join(cg.dirs["pids"], "pids.events")
+		f.Pids = filepath.Join(cg.dirs["pids"], cmdGroup, "pids.events")
 	}
 	return f
 }
@@ -158,9 +235,16 @@ func (cg *cgroup) remove() {
 	if cg == nil {
 		return
 	}
+	var dirs []string
+	if cg.pids {
+		dirs = append(dirs, filepath.Join(cg.dirs["pids"], cmdGroup))
+		if cg.v2 {
+			dirs = append(dirs, filepath.Join(cg.dirs["pids"], hutchGroup))
+		}
+	}
 	seen := map[string]bool{}
-	for _, dir := range cg.dirs {
-		if seen[dir] {
+	for _, dir := range append(dirs, cg.dirs["pids"], cg.dirs["memory"]) {
+		if dir == "" || seen[dir] {
 			continue
 		}
 		seen[dir] = true

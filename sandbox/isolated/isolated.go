@@ -86,10 +86,15 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 	if cg != nil {
 		join = cg.add
 	}
+	group, err := cg.commandFiles()
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("%w: %v", sandbox.ErrUnsupported, err)
+	}
+	defer group.Close()
 	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
-		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, timeout)
+		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, group.Procs, timeout)
 		if errors.Is(err, sandbox.ErrUnsupported) {
 			if serr := Supported(); serr != nil {
 				err = serr
@@ -197,6 +202,13 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	if err != nil {
 		return nil, err
 	}
+	group, err := cg.commandFiles()
+	if err != nil {
+		cg.remove()
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnsupported, err)
+	}
+	defer group.Close() // the init has its copies once started
+	job.CmdGroup = group.Mode
 	hostEnd, sandboxEnd, err := helper.SocketPair()
 	if err != nil {
 		cg.remove()
@@ -229,8 +241,12 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	c.Args = []string{helper.InitName}
 	c.Env = []string{}
 	c.ExtraFiles = []*os.File{sandboxEnd}
-	if netSandbox != nil {
-		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD
+	if netSandbox != nil || group.Mode != "" {
+		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD (nil: closed)
+	}
+	if group.Mode != "" {
+		gf := group.SessionFiles()
+		c.ExtraFiles = append(c.ExtraFiles, gf[0], gf[1]) // helper.CmdGroupFD, HomeGroupFD
 	}
 	c.SysProcAttr = namespaces(pol.Network == policy.NetworkAll, job.HostUID, job.HostGID)
 	fail := func(err error) (*Sandbox, error) {
@@ -266,12 +282,11 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 			return fail(err)
 		}
 	}
-	fd, err := dupFD(hostEnd)
-	hostEnd.Close()
+	conn, err := helper.FileConn(hostEnd) // closes hostEnd (fail's close is then a no-op)
 	if err != nil {
 		return fail(err)
 	}
-	s := &Sandbox{pol: pol, conn: helper.NewConn(fd), init: c, cg: cg, proxy: proxy, pending: map[uint64]chan helper.Response{}, done: make(chan struct{})}
+	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, proxy: proxy, pending: map[uint64]chan helper.Response{}, done: make(chan struct{})}
 	if proxy != nil {
 		s.netDone = make(chan struct{})
 		go s.serveNetwork(netHost)
@@ -289,10 +304,6 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	return s, nil
 }
 
-func dupFD(f *os.File) (int, error) {
-	return unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-}
-
 // hostGrace is how long past a command's timeout the host waits for the
 // sandbox's answer before it gives the session up.
 var hostGrace = 10 * time.Second
@@ -307,8 +318,11 @@ const MaxProxyConns = 256
 // proxy port to the proxy, until the init is gone.
 func (s *Sandbox) serveNetwork(f *os.File) {
 	defer close(s.netDone)
-	defer f.Close() // only here, after the last Recv: no descriptor reuse race
-	conn := helper.NewConn(int(f.Fd()))
+	conn, err := helper.FileConn(f)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
 	slots := make(chan struct{}, MaxProxyConns)
 	for {
 		var msg struct{}

@@ -326,7 +326,7 @@ func TestReview3RlimitMemoryFallback(t *testing.T) {
 		go func() { b, _ := io.ReadAll(outR); done <- b }()
 		ctx, cancel := context.WithTimeout(bg, 8*time.Second)
 		defer cancel()
-		st, _, err := helper.RunOnce(ctx, job, nil2(t), outW, outW, nil, 8*time.Second)
+		st, _, err := helper.RunOnce(ctx, job, nil2(t), outW, outW, nil, nil, 8*time.Second)
 		outW.Close()
 		out := string(<-done)
 		if err != nil {
