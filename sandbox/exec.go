@@ -27,7 +27,9 @@ type Command struct {
 	// Env adds to (or overrides) the tier's base environment. The base is
 	// never the parent's whole environment; each tier documents its own.
 	Env map[string]string
-	// Stdin is the command's standard input; nil means empty.
+	// Stdin is the command's standard input; nil means empty. It is read
+	// from a goroutine that Exec does not wait for: a reader that blocks
+	// never holds Exec up (the goroutine then ends when the read returns).
 	Stdin io.Reader
 	// Timeout stops the command and every process it started; zero means
 	// DefaultTimeout. Negative is an error.
@@ -36,9 +38,12 @@ type Command struct {
 	// kept); zero means DefaultMaxOutput.
 	MaxOutput int
 	// Stdout and Stderr, when set, also receive each stream as it is
-	// produced (for live display). The bounded capture in Result is made
-	// either way. A write error stops the copy, and the command then gets
-	// SIGPIPE on its next write, as with a closed pipe.
+	// produced (for live display), from a goroutine of their own (see
+	// Live): a slow writer holds the command up as a pipe would, but once
+	// the command has ended Exec waits at most LiveGrace for them. The
+	// bounded capture in Result is made either way. A write error stops
+	// the copy, and the command then gets SIGPIPE on its next write, as
+	// with a closed pipe.
 	Stdout, Stderr io.Writer
 }
 

@@ -94,8 +94,8 @@ func executable(p string) error {
 }
 
 // Tee returns a writer that feeds the buffer and, when live is not nil,
-// live too (for output shown as it comes).
-func (b *TailBuffer) Tee(live io.Writer) io.Writer {
+// live too (for output shown as it comes; see Live).
+func (b *TailBuffer) Tee(live *Live) io.Writer {
 	if live == nil {
 		return b
 	}

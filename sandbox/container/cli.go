@@ -621,17 +621,25 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	args := append([]string{"/bin/sh", "-c", cliExec, "sh", s.o.WorkDir, cmd.Dir, strconv.Itoa(len(names))}, names...)
 	args = append(args, argv...)
 	c := exec.Command(s.prog, s.o.ExecArgs(s.containerID(), cmd.Stdin != nil, file, args...)...)
-	c.Stdin = cmd.Stdin
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	c.Stdout = stdout.Tee(cmd.Stdout)
-	hdr := &headerWriter{rest: stderr.Tee(cmd.Stderr), seen: make(chan struct{})}
-	c.Stderr = hdr
-	c.WaitDelay = 5 * time.Second
+	var hdr *headerWriter
+	pipes, err := sandbox.NewPipes(cmd, stdout, stderr, func(w io.Writer) io.Writer {
+		hdr = &headerWriter{rest: w, seen: make(chan struct{})}
+		return hdr
+	})
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer pipes.Close()
+	// Pipes of our own: os/exec would wait without end for a copy stuck
+	// in a caller's reader or writer.
+	c.Stdin, c.Stdout, c.Stderr = pipes.Child[0], pipes.Child[1], pipes.Child[2]
 	begin := time.Now()
 	if err := c.Start(); err != nil {
 		return sandbox.Result{}, fmt.Errorf("%w: %v", errRuntime, err)
 	}
+	pipes.Started()
 	exited := make(chan struct{})
 	var werr error
 	go func() { werr = c.Wait(); close(exited) }()
@@ -642,11 +650,13 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	case <-exited:
 	case <-timer.C:
 		timedOut = true
+		pipes.Unblock() // the runtime's exec ends only once its output is read
 		b.kill(c, hdr, exited)
 	case <-ctx.Done():
 		b.kill(c, hdr, exited)
 		return sandbox.Result{}, ctx.Err()
 	}
+	pipes.Ended() // the runtime's exec has exited: its output ends
 	if !hdr.started() {
 		return sandbox.Result{}, scriptErr("exec", cmd.Dir, c.ProcessState, hdr.early(), werr)
 	}

@@ -377,11 +377,19 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	}
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	live := make(chan struct{}) // closed when the caller stops listening
+	live := [2]*sandbox.Live{sandbox.NewLive(cmd.Stdout), sandbox.NewLive(cmd.Stderr)}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go sc.consume(&wg, id, helper.FrameStdout, op.stdout, stdout, cmd.Stdout, live)
-	go sc.consume(&wg, id, helper.FrameStderr, op.stderr, stderr, cmd.Stderr, live)
+	go sc.consume(&wg, id, helper.FrameStdout, op.stdout, stdout, live[0])
+	go sc.consume(&wg, id, helper.FrameStderr, op.stderr, stderr, live[1])
+	// From the timeout on, a stalled live writer holds nothing up: the
+	// helper reports the end only once it has sent all the output, which
+	// needs this side's credits.
+	unblock := time.AfterFunc(cmd.Timeout, func() {
+		live[0].Unblock()
+		live[1].Unblock()
+	})
+	defer unblock.Stop()
 	if cmd.Stdin != nil {
 		go sc.sendStdin(id, op.stdin, cmd.Stdin)
 	}
@@ -409,7 +417,9 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	if stop != nil {
 		// Stop the command; keep crediting its output until its response
 		// (or the end of the session), so the helper never waits on us.
-		close(live)
+		// The caller stops listening: nothing more goes live.
+		live[0].Close(0)
+		live[1].Close(0)
 		_ = sc.fw.WriteFrame(helper.FrameCancel, id, nil)
 		go func() {
 			select {
@@ -421,7 +431,11 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 		return sandbox.Result{}, stop
 	}
 	end()
+	live[0].Unblock() // the command is over: its output is read without waiting
+	live[1].Unblock()
 	wg.Wait()
+	live[0].Close(sandbox.LiveGrace)
+	live[1].Close(sandbox.LiveGrace)
 	if err := res.Err.Error(); err != nil {
 		return sandbox.Result{}, err
 	}
@@ -436,9 +450,9 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 
 // consume feeds one output stream into its bounded buffer (and the live
 // writer while the caller listens), crediting each chunk back.
-func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType, in *helper.Inbox, buf *sandbox.TailBuffer, w io.Writer, live chan struct{}) {
+func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType, in *helper.Inbox, buf *sandbox.TailBuffer, live *sandbox.Live) {
 	defer wg.Done()
-	liveOK := w != nil
+	liveOK := live != nil
 	for {
 		chunk, ok := in.Next()
 		if !ok {
@@ -446,13 +460,8 @@ func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType,
 		}
 		_, _ = buf.Write(chunk)
 		if liveOK {
-			select {
-			case <-live:
-				liveOK = false
-			default:
-				if _, err := w.Write(chunk); err != nil {
-					liveOK = false // as with a closed pipe: stop copying
-				}
+			if _, err := live.Write(chunk); err != nil {
+				liveOK = false // as with a closed pipe: stop copying
 			}
 		}
 		_ = sc.fw.WriteFrame(helper.FrameCredit, id, helper.CreditPayload(t, len(chunk)))

@@ -580,44 +580,19 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
-	for i := range pipes {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return sandbox.Result{}, err
-		}
-		defer r.Close()
-		defer w.Close()
-		pipes[i] = [2]*os.File{r, w}
-	}
-	var wg sync.WaitGroup
-	copyOut := func(dst io.Writer, src *os.File) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-	}
-	wg.Add(2)
-	go copyOut(stdout.Tee(cmd.Stdout), pipes[1][0])
-	go copyOut(stderr.Tee(cmd.Stderr), pipes[2][0])
-	go func() {
-		if cmd.Stdin != nil {
-			_, _ = io.Copy(pipes[0][1], cmd.Stdin)
-		}
-		pipes[0][1].Close()
-	}()
-	before := limits.Counts()
-	begin := time.Now()
-	st, timedOut, err := start(ctx, spec, [3]*os.File{pipes[0][0], pipes[1][1], pipes[2][1]}, cmd.Timeout)
-	// Our copies of the child's ends: close them so the readers see EOF.
-	pipes[0][0].Close()
-	pipes[1][1].Close()
-	pipes[2][1].Close()
+	pipes, err := sandbox.NewPipes(cmd, stdout, stderr, nil)
 	if err != nil {
-		// Cancelled or the sandbox died: the readers end when the command
-		// does (it is killed on cancel).
-		go wg.Wait()
 		return sandbox.Result{}, err
 	}
-	wg.Wait()
+	defer pipes.Close() // also stops the copies of a command cancelled or lost
+	before := limits.Counts()
+	begin := time.Now()
+	st, timedOut, err := start(ctx, spec, pipes.Child, cmd.Timeout)
+	pipes.Started()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	pipes.Ended()
 	out := sandbox.Captured(begin, stdout, stderr)
 	out.TimedOut = timedOut
 	st.Report(&out)

@@ -99,17 +99,22 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 	}
 	tctx, cancel := context.WithTimeout(ctx, cmd.Timeout)
 	defer cancel()
+	// The streams are pipes of our own, copied by goroutines of our own:
+	// os/exec would wait without end for a copy stuck in a caller's
+	// reader or writer (see sandbox.Live, sandbox.FeedStdin).
+	pipes, err := sandbox.NewPipes(cmd, stdout, stderr, nil)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer pipes.Close()
 	c := exec.CommandContext(tctx, prog, argv[1:]...)
 	c.Args[0] = argv[0]
 	c.Dir = chdirPath(wd, cwd)
 	c.Env = sandbox.EnvList(env)
-	c.Stdin = cmd.Stdin
-	c.Stdout = stdout.Tee(cmd.Stdout)
-	c.Stderr = stderr.Tee(cmd.Stderr)
+	c.Stdin, c.Stdout, c.Stderr = pipes.Child[0], pipes.Child[1], pipes.Child[2]
 	c.SysProcAttr = namespaceAttr()
 	// Killing PID 1 makes the kernel kill the whole namespace.
 	c.Cancel = func() error { return c.Process.Kill() }
-	c.WaitDelay = 5 * time.Second
 	if err := c.Start(); err != nil {
 		if isNotRunnable(err) {
 			code := 126
@@ -120,7 +125,9 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 		}
 		return sandbox.Result{}, fmt.Errorf("start %s: %w", argv[0], err)
 	}
+	pipes.Started()
 	werr := c.Wait()
+	pipes.Ended() // PID 1 is gone, and its namespace with it: the pipes end
 	res := sandbox.Captured(start, stdout, stderr)
 	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok {

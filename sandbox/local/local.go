@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -93,7 +94,9 @@ func New(dir string, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open root %s: %v", sandbox.ErrConfig, dir, err)
 	}
-	return &Sandbox{root: root, dir: real, given: given, env: opts.Env}, nil
+	// A copy: the caller's map changing later must not reach commands
+	// (nor skip the checks above).
+	return &Sandbox{root: root, dir: real, given: given, env: maps.Clone(opts.Env)}, nil
 }
 
 // Root is the absolute root directory with symbolic links resolved.
@@ -123,7 +126,51 @@ func (s *Sandbox) resolve(op, p string) (string, error) {
 	if err != nil {
 		return "", sandbox.PathError(op, p, err)
 	}
+	if err := s.dotDotAfterLink(p); err != nil {
+		return "", sandbox.PathError(op, p, err)
+	}
 	return rel, nil
+}
+
+// dotDotAfterLink refuses a path with ".." right after a symbolic link.
+// The contract applies ".." to the path as written ("l/../f" is f), but
+// the system, and so every command Exec runs, climbs from where l leads:
+// the two would name different files (one perhaps outside the root), so
+// such a path is refused rather than read either way. ".." elsewhere, and
+// paths without it, cost nothing here.
+func (s *Sandbox) dotDotAfterLink(p string) error {
+	if !slices.Contains(strings.Split(p, "/"), "..") {
+		return nil
+	}
+	rel := p
+	if path.IsAbs(p) {
+		var ok bool
+		for _, root := range []string{s.Root(), filepath.ToSlash(s.given)} {
+			if rel, ok = strings.CutPrefix(p, strings.TrimSuffix(root, "/")+"/"); ok {
+				break
+			}
+		}
+		if !ok {
+			return nil // the ".." is above the root, where Clean judged it
+		}
+	}
+	cur, afterLink := ".", false
+	for _, name := range strings.Split(rel, "/") {
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			if afterLink {
+				return fmt.Errorf("%w: \"..\" right after the symbolic link %s: commands would climb from where it leads, the file tools from where it is; give the path without it", sandbox.ErrInvalidPath, cur)
+			}
+			cur, afterLink = path.Dir(cur), false
+			continue
+		}
+		cur = path.Join(cur, name)
+		fi, err := s.root.Lstat(cur)
+		afterLink = err == nil && fi.Mode()&fs.ModeSymlink != 0
+	}
+	return nil
 }
 
 // Read returns the content of a regular file.
@@ -145,8 +192,9 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
 	}
-	// O_NONBLOCK: opening a FIFO planted in the root must not hang.
-	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// O_NONBLOCK: opening a FIFO planted in the root must not hang;
+	// O_NOCTTY: nor a terminal device become hutch's terminal.
+	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, sandbox.FileInfo{}, mapErr("read", p, err)
 	}
@@ -158,6 +206,8 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 	switch {
 	case fi.IsDir():
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrIsDir)
+	case dirOnly(p):
+		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrNotDir)
 	case !fi.Mode().IsRegular():
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
 	case fi.Size() > sandbox.MaxFileSize && (max <= 0 || max > sandbox.MaxFileSize):
@@ -221,7 +271,7 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return mapErr("write", p, err)
 	}
-	if target == "." {
+	if target == "." || dirOnly(p) {
 		return sandbox.PathError("write", p, sandbox.ErrIsDir)
 	}
 	dir, base := path.Split(target)
@@ -240,14 +290,19 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	defer d.Close()
 	mode := fs.FileMode(0o644)
 	if fi, err := d.Lstat(base); err == nil {
-		if fi.IsDir() {
+		switch {
+		case fi.IsDir():
 			return sandbox.PathError("write", p, sandbox.ErrIsDir)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			// target was resolved through every link, so a link here
+			// was put in its place since: never take its mode (0777).
+			return sandbox.PathError("write", p, fmt.Errorf("%s changed while it was written (now a symbolic link): try again", p))
 		}
 		mode = fi.Mode().Perm()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return mapErr("write", p, err)
 	}
-	tmp := ".hutch-" + randomSuffix() + ".tmp"
+	tmp := tmpPrefix + randomSuffix() + tmpSuffix
 	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return mapErr("write", p, err)
@@ -286,6 +341,11 @@ func writeSynced(f *os.File, data []byte, mode fs.FileMode) error {
 func (s *Sandbox) followLinks(rel string) (string, error) {
 	const maxLinks = 8 // os.Root's own limit, so Write, Read and Stat agree
 	done, todo, links := ".", rel, 0
+	// What done is: a ".." (which only a link's target brings, rel being
+	// clean) climbs out of a directory only, as the kernel (and so Read,
+	// through os.Root) resolves it: after a file it is ENOTDIR, after a
+	// missing name ENOENT.
+	var doneErr error
 	for todo != "" {
 		var name string
 		name, todo, _ = strings.Cut(todo, "/")
@@ -293,11 +353,17 @@ func (s *Sandbox) followLinks(rel string) (string, error) {
 		case "", ".":
 			continue
 		case "..":
-			if done == "." {
+			switch {
+			case doneErr != nil:
+				return "", doneErr
+			case done == ".":
 				return "", sandbox.ErrEscape
 			}
 			done = path.Dir(done)
 			continue
+		}
+		if doneErr != nil && !errors.Is(doneErr, syscall.ENOENT) {
+			return "", doneErr // below a file
 		}
 		next := path.Join(done, name)
 		fi, err := s.root.Lstat(next)
@@ -306,6 +372,12 @@ func (s *Sandbox) followLinks(rel string) (string, error) {
 		}
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			done = next // a directory, a file, or missing
+			switch {
+			case err != nil:
+				doneErr = syscall.ENOENT
+			case !fi.IsDir():
+				doneErr = syscall.ENOTDIR
+			}
 			continue
 		}
 		if links++; links > maxLinks {
@@ -351,8 +423,16 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 	if err != nil {
 		return sandbox.FileInfo{}, mapErr("stat", p, err)
 	}
+	if dirOnly(p) && !fi.IsDir() {
+		return sandbox.FileInfo{}, sandbox.PathError("stat", p, sandbox.ErrNotDir)
+	}
 	return infoOf(rel, fi), nil
 }
+
+// dirOnly reports a path that ends in "/" (the root's aside): as for the
+// kernel and Glob, it names a directory, so a file there is ErrNotDir
+// and a write there ErrIsDir.
+func dirOnly(p string) bool { return len(p) > 1 && strings.HasSuffix(p, "/") }
 
 func kindOf(m fs.FileMode) sandbox.Kind {
 	switch {
@@ -378,6 +458,21 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	return sandbox.GlobFS(ctx, globFS{s.root}, pat, dirsOnly)
 }
 
+// Write's temporary files are named tmpPrefix + random hex + tmpSuffix.
+const (
+	tmpPrefix = ".hutch-"
+	tmpSuffix = ".tmp"
+)
+
+// isTemp says whether name is one of Write's temporary files.
+func isTemp(name string) bool {
+	if !strings.HasPrefix(name, tmpPrefix) || !strings.HasSuffix(name, tmpSuffix) {
+		return false
+	}
+	hexPart := name[len(tmpPrefix) : len(name)-len(tmpSuffix)]
+	return len(hexPart) == 16 && strings.Trim(hexPart, "0123456789abcdef") == ""
+}
+
 // globFS is the root as Glob walks it. Unlike os.Root.FS it lists a
 // directory through O_DIRECTORY, so a FIFO where the pattern expects a
 // directory fails at once instead of blocking Glob forever, and it accepts
@@ -398,6 +493,8 @@ func (g globFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	defer f.Close()
 	ents, err := f.ReadDir(-1)
+	// Write's temporary files are not the workspace's.
+	ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return isTemp(e.Name()) })
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return ents, err
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -418,6 +419,49 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 			t.Errorf("background processes survived: %q", left)
 		}
 	})
+	// A caller's live writer or stdin reader that blocks (a client that
+	// stopped reading or writing) never holds Exec past the command's end
+	// by more than sandbox.LiveGrace; the Result keeps what was captured.
+	t.Run("stalled live writer", func(t *testing.T) {
+		stall := &stallWriter{release: make(chan struct{})}
+		defer close(stall.release)
+		start := time.Now()
+		r := run(t, sandbox.Command{Shell: "echo hi; echo err >&2", Stdout: stall, Stderr: stall, Timeout: 30 * time.Second})
+		if d := time.Since(start); d > sandbox.LiveGrace+5*time.Second {
+			t.Errorf("Exec returned %v after the command", d)
+		}
+		if string(r.Stdout) != "hi\n" || string(r.Stderr) != "err\n" || r.ExitCode != 0 {
+			t.Errorf("got %+v", r)
+		}
+		stall = &stallWriter{release: make(chan struct{})}
+		defer close(stall.release)
+		start = time.Now()
+		r = run(t, sandbox.Command{Shell: "yes", Stdout: stall, Timeout: time.Second})
+		if d := time.Since(start); !r.TimedOut || d > time.Second+sandbox.LiveGrace+5*time.Second {
+			t.Errorf("a flood into a stalled writer: timed out %v after %v", r.TimedOut, d)
+		}
+	})
+	t.Run("blocking stdin", func(t *testing.T) {
+		block := &blockReader{release: make(chan struct{})}
+		defer close(block.release)
+		start := time.Now()
+		r := run(t, sandbox.Command{Shell: "echo ok", Stdin: block, Timeout: 30 * time.Second})
+		if d := time.Since(start); d > 10*time.Second || string(r.Stdout) != "ok\n" {
+			t.Errorf("got %q after %v", r.Stdout, d)
+		}
+		start = time.Now()
+		r = run(t, sandbox.Command{Shell: "cat", Stdin: block, Timeout: 500 * time.Millisecond})
+		if d := time.Since(start); !r.TimedOut || d > 10*time.Second {
+			t.Errorf("cat of a blocking stdin: timed out %v after %v", r.TimedOut, d)
+		}
+	})
+	t.Run("live output is complete", func(t *testing.T) {
+		var live bytes.Buffer
+		r := run(t, sandbox.Command{Shell: "head -c 300000 /dev/zero | tr '\\0' a; printf END", Stdout: &live})
+		if live.Len() != 300003 || !bytes.HasSuffix(live.Bytes(), []byte("aEND")) || r.StdoutSize != 300003 {
+			t.Errorf("live got %d bytes (tail %q), the result %d", live.Len(), live.Bytes()[max(0, live.Len()-4):], r.StdoutSize)
+		}
+	})
 	t.Run("cancelled context", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
 		defer cancel()
@@ -426,6 +470,22 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 			t.Errorf("cancelled caller context: err %v, timed out %v", err, r.TimedOut)
 		}
 	})
+}
+
+// stallWriter blocks every Write until release is closed.
+type stallWriter struct{ release chan struct{} }
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	<-w.release
+	return len(p), nil
+}
+
+// blockReader blocks every Read until release is closed, then ends.
+type blockReader struct{ release chan struct{} }
+
+func (r *blockReader) Read([]byte) (int, error) {
+	<-r.release
+	return 0, io.EOF
 }
 
 // Processes lists the live (non-zombie) host processes whose command line

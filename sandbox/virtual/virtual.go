@@ -1,9 +1,12 @@
 // Package virtual is hutch's in-memory sandbox tier: files live in a map,
 // nothing on the host is reachable, and there is no shell on purpose.
 //
-// The root is "/": absolute paths are accepted, and ".." past the root is
-// an escape error (never silently mapped to "/"). Modification times are
-// real (the time of each write). There are no symbolic links.
+// The root is "/": absolute paths are accepted. A relative path whose ".."
+// climbs past the root is an escape error; in an absolute path "/.." is
+// "/", as on any Unix (so "/../x" is "/x"). Modification times are real
+// (the time of each write). There are no symbolic links. The files
+// together hold at most MaxBytes (New) of content: an agent cannot run
+// hutch out of memory by writing.
 package virtual
 
 import (
@@ -26,6 +29,8 @@ import (
 type Sandbox struct {
 	mu     sync.RWMutex
 	nodes  map[string]*node // root-relative path -> entry; "." is the root
+	size   int64            // the files' content, in bytes (under mu)
+	max    int64
 	closed bool
 	prober sandbox.Prober
 }
@@ -42,8 +47,18 @@ func (n *node) isDir() bool { return n.children != nil }
 var _ sandbox.Sandbox = (*Sandbox)(nil)
 
 // New returns an empty in-memory sandbox.
-func New() *Sandbox {
-	return &Sandbox{nodes: map[string]*node{".": newDir(time.Now())}}
+func New() *Sandbox { return NewWithMax(MaxBytes) }
+
+// MaxBytes is how much file content a sandbox made by New holds at most.
+const MaxBytes = 512 << 20
+
+// NewWithMax is New with room for max bytes of file content (MaxBytes when
+// max <= 0).
+func NewWithMax(max int64) *Sandbox {
+	if max <= 0 {
+		max = MaxBytes
+	}
+	return &Sandbox{nodes: map[string]*node{".": newDir(time.Now())}, max: max}
 }
 
 func newDir(t time.Time) *node {
@@ -114,7 +129,11 @@ func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
 	fi, err := s.Stat(ctx, p)
 	if err != nil {
-		return nil, fi, sandbox.PathError("read", p, errors.Unwrap(err))
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fi, sandbox.PathError("read", p, pe.Err)
+		}
+		return nil, fi, err // closed, cancelled: not about the path
 	}
 	if fi.Kind == sandbox.KindDir {
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrIsDir)
@@ -168,12 +187,18 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 		missing = append(missing, dir)
 	}
 	mode := fs.FileMode(0o644)
+	size := s.size + int64(len(data))
 	if old, ok := s.nodes[rel]; ok {
 		if old.isDir() {
 			return sandbox.PathError("write", p, sandbox.ErrIsDir)
 		}
 		mode = old.mode
+		size -= int64(len(old.data))
 	}
+	if size > s.max {
+		return sandbox.PathError("write", p, fmt.Errorf("the sandbox's files would hold %d bytes, over its %d byte limit (write less, or overwrite what is no longer needed): %w", size, s.max, sandbox.ErrTooLarge))
+	}
+	s.size = size
 	for _, dir := range slices.Backward(missing) {
 		s.nodes[dir] = newDir(now)
 		s.link(dir, now)
@@ -269,7 +294,7 @@ func (s *Sandbox) Close() error {
 type memFS struct{ s *Sandbox }
 
 func (m memFS) get(name string) (*node, error) {
-	if !fs.ValidPath(name) {
+	if !validName(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
 	n, ok := m.s.nodes[name]
@@ -277,6 +302,20 @@ func (m memFS) get(name string) (*node, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
 	return n, nil
+}
+
+// validName is fs.ValidPath without its UTF-8 check: a file whose name is
+// not valid UTF-8 can be written and read, so Glob lists it too.
+func validName(name string) bool {
+	if name == "." {
+		return true
+	}
+	for _, elem := range strings.Split(name, "/") {
+		if elem == "" || elem == "." || elem == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 func (m memFS) Open(name string) (fs.File, error) {

@@ -1,0 +1,244 @@
+package sandbox
+
+import (
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// LiveGrace is how long a tier waits, once a command's output has ended,
+// for its live writers (Command.Stdout, Command.Stderr) to take what is
+// queued for them before Exec returns without them.
+const LiveGrace = 2 * time.Second
+
+const (
+	// liveRunning bounds the bytes queued for a live writer while the
+	// command runs: past it, the command waits for the writer, as on a
+	// pipe.
+	liveRunning = 1 << 20
+	// liveEnded bounds them once the command has ended, while the rest
+	// of its output (what its pipes still hold) is read: past it, the
+	// live copy drops output rather than wait.
+	liveEnded = 8 << 20
+)
+
+// Live carries a command's output to a caller's live writer from a
+// goroutine of its own, in order. While the command runs, a writer that
+// is slow holds the command up as a pipe would (Write waits for room).
+// Once the command has ended nothing waits for the writer any more: a
+// writer that stalls — a client that stopped reading — delays Exec by at
+// most LiveGrace, never holds it forever, and what it has not taken is
+// dropped from the live copy, never from the captured Result.
+//
+// A tier calls Unblock when the command has ended or its timeout has
+// come (its copies then read the rest of the output without waiting: a
+// runtime or helper that must drain the output before it can report the
+// end is not held up either), and Close once they have.
+//
+// A write error of the live writer ends the copy to it; Write returns
+// that error from then on, so the tier's copy stops and the command gets
+// SIGPIPE on its next write, as with a closed pipe. A nil *Live (no live
+// writer) takes everything and does nothing.
+type Live struct {
+	w    io.Writer
+	done chan struct{} // closed when the forwarder has stopped
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	queue     [][]byte
+	queued    int
+	unblocked bool
+	closed    bool
+	err       error // the live writer's
+}
+
+// NewLive starts carrying output to w; nil when w is nil.
+func NewLive(w io.Writer) *Live {
+	if w == nil {
+		return nil
+	}
+	l := &Live{w: w, done: make(chan struct{})}
+	l.cond = sync.NewCond(&l.mu)
+	go l.forward()
+	return l
+}
+
+func (l *Live) forward() {
+	defer close(l.done)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		for len(l.queue) == 0 && !l.closed {
+			l.cond.Wait()
+		}
+		if len(l.queue) == 0 {
+			return // closed, and all delivered
+		}
+		p := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		l.queued -= len(p)
+		l.cond.Broadcast() // room
+		l.mu.Unlock()
+		_, err := l.w.Write(p)
+		l.mu.Lock()
+		if err != nil {
+			l.err = err
+			l.queue, l.queued = nil, 0
+			l.cond.Broadcast()
+			return
+		}
+	}
+}
+
+// Write queues a copy of p for the live writer: it waits for room while
+// the command runs, and drops p past the larger bound once it has ended
+// (or when Close has come). It fails only with the live writer's error.
+func (l *Live) Write(p []byte) (int, error) {
+	if l == nil {
+		return len(p), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.unblocked && l.err == nil && l.queued >= liveRunning {
+		l.cond.Wait()
+	}
+	switch {
+	case l.err != nil:
+		return 0, l.err
+	case l.closed || l.queued >= liveEnded:
+		return len(p), nil // dropped from the live copy only
+	}
+	l.queue = append(l.queue, append([]byte(nil), p...))
+	l.queued += len(p)
+	l.cond.Broadcast()
+	return len(p), nil
+}
+
+// Unblock says the command has ended: Write no longer waits.
+func (l *Live) Unblock() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.unblocked = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+}
+
+// Close says the output has ended, and waits at most grace for the live
+// writer to take what is queued. Later writes are dropped.
+func (l *Live) Close(grace time.Duration) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.unblocked, l.closed = true, true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+	}
+}
+
+// Pipes are a command's three standard streams as pipes of the tier's
+// own, with goroutines copying them: stdin from Command.Stdin (never
+// waited for), stdout and stderr into their capture buffers and live
+// writers. Give Child to the command, call Started once it runs, Ended
+// once it has ended (this waits for the output to end, then at most
+// LiveGrace for the live writers), and Close in every case.
+type Pipes struct {
+	// Child are the command's ends: stdin, stdout, stderr.
+	Child  [3]*os.File
+	parent [3]*os.File
+	live   [2]*Live
+	copied sync.WaitGroup
+}
+
+// NewPipes makes the pipes and starts the copies. wrapStderr, when set,
+// is put in front of stderr's buffer and live writer (a tier that reads a
+// header of its own off the stream).
+func NewPipes(cmd Command, stdout, stderr *TailBuffer, wrapStderr func(io.Writer) io.Writer) (*Pipes, error) {
+	p := &Pipes{}
+	for i := range p.Child {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		if i == 0 {
+			p.Child[i], p.parent[i] = r, w
+		} else {
+			p.Child[i], p.parent[i] = w, r
+		}
+	}
+	go FeedStdin(p.parent[0], cmd.Stdin)
+	p.live = [2]*Live{NewLive(cmd.Stdout), NewLive(cmd.Stderr)}
+	sinks := [2]io.Writer{stdout.Tee(p.live[0]), stderr.Tee(p.live[1])}
+	if wrapStderr != nil {
+		sinks[1] = wrapStderr(sinks[1])
+	}
+	for i, sink := range sinks {
+		p.copied.Add(1)
+		go func() {
+			defer p.copied.Done()
+			_, _ = io.Copy(sink, p.parent[i+1])
+		}()
+	}
+	return p, nil
+}
+
+// Started closes this process's copies of the command's ends, so the
+// output ends when the command's last process lets go of it.
+func (p *Pipes) Started() {
+	for _, f := range p.Child {
+		f.Close()
+	}
+}
+
+// Unblock lets the copies go on without waiting for the live writers
+// (see Live.Unblock): for a tier whose way of ending a command on its
+// timeout needs the output drained.
+func (p *Pipes) Unblock() {
+	for _, l := range p.live {
+		l.Unblock()
+	}
+}
+
+// Ended waits for the output to end (the command and everything it
+// started must be gone), then at most LiveGrace for the live writers.
+func (p *Pipes) Ended() {
+	p.Unblock()
+	p.copied.Wait()
+	for _, l := range p.live {
+		l.Close(LiveGrace)
+	}
+}
+
+// Close closes every end still open and lets the live writers go (a copy
+// still running sees its pipe closed).
+func (p *Pipes) Close() {
+	for _, f := range append(p.Child[:], p.parent[:]...) {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, l := range p.live {
+		l.Close(0)
+	}
+}
+
+// FeedStdin copies r (nil: nothing) into the command's stdin w and closes
+// w. Nothing waits for it: a reader that blocks keeps this goroutine
+// until its read returns, and holds up nothing else; a command that ends
+// without reading it all makes the copy fail, and it stops.
+func FeedStdin(w *os.File, r io.Reader) {
+	if r != nil {
+		_, _ = io.Copy(w, r)
+	}
+	w.Close()
+}
