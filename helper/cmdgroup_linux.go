@@ -4,28 +4,23 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// How a sandbox's helpers start commands inside the commands' control
-// group, which holds the policy's process limit, so that hutch's own
-// processes and threads (a session's Go helpers) never count against it
-// and commands never run outside it (Job.CmdGroup).
-const (
-	// GroupByThread (cgroup v1, where a thread may be in a group of its
-	// own): the forking thread writes itself into the group's tasks file,
-	// forks the command, and writes itself back into the sandbox group's.
-	GroupByThread = "thread"
-	// GroupByClone (cgroup v2): the command is cloned into the group
-	// (clone3 with CLONE_INTO_CGROUP, Linux 5.7).
-	GroupByClone = "clone"
-)
+// GroupByThread is how a sandbox's helpers start commands inside the
+// commands' control group, which holds the policy's process limit, so
+// that hutch's own processes and threads (a session's Go helpers) never
+// count against it and commands never run outside it (Job.CmdGroup): the
+// forking thread writes itself into the group (its tasks file on cgroup
+// v1, cgroup.threads in v2's threaded groups), forks the command, which
+// is born there, and writes itself back. (clone3's CLONE_INTO_CGROUP
+// would do without the moves, but the helpers' seccomp filter refuses
+// clone3, whose flags it cannot see.)
+const GroupByThread = "thread"
 
 // CmdGroupFD and HomeGroupFD are where a session's helpers hold the
-// group's files: the commands' tasks file (v1) or directory (v2), and the
-// sandbox group's tasks file (v1).
+// group's files: the commands' group's thread file, and hutch's.
 const (
 	CmdGroupFD  = 5
 	HomeGroupFD = 6
@@ -33,16 +28,15 @@ const (
 
 // CommandGroup holds the host's open files of the commands' group.
 type CommandGroup struct {
-	Mode  string   // GroupByThread, GroupByClone, or "" for none
+	Mode  string   // GroupByThread, or "" for none
 	Procs *os.File // the group's cgroup.procs (a one-shot's command writes itself in)
-	Dir   *os.File // v2: the group's directory
-	Enter *os.File // v1: the group's tasks
-	Leave *os.File // v1: the sandbox group's tasks
+	Enter *os.File // the group's thread file
+	Leave *os.File // hutch's group's thread file
 }
 
 // Close closes the files.
 func (g CommandGroup) Close() {
-	for _, f := range []*os.File{g.Procs, g.Dir, g.Enter, g.Leave} {
+	for _, f := range []*os.File{g.Procs, g.Enter, g.Leave} {
 		if f != nil {
 			f.Close()
 		}
@@ -50,13 +44,8 @@ func (g CommandGroup) Close() {
 }
 
 // SessionFiles are what a session's init gets at CmdGroupFD and
-// HomeGroupFD (nil entries for none).
-func (g CommandGroup) SessionFiles() [2]*os.File {
-	if g.Mode == GroupByClone {
-		return [2]*os.File{g.Dir, nil}
-	}
-	return [2]*os.File{g.Enter, g.Leave}
-}
+// HomeGroupFD.
+func (g CommandGroup) SessionFiles() [2]*os.File { return [2]*os.File{g.Enter, g.Leave} }
 
 // inheritedGroup are this helper's own CmdGroupFD and HomeGroupFD, as
 // files made once (a file collected by the GC would close its descriptor).
@@ -75,36 +64,23 @@ func groupExtraFiles(job Job, extra []*os.File) []*os.File {
 		extra = append(extra, nil)
 	}
 	g := inheritedGroup()
-	extra = append(extra, g[0])
-	if job.CmdGroup == GroupByThread {
-		extra = append(extra, g[1])
-	}
-	return extra
+	return append(extra, g[0], g[1])
 }
 
-// intoCommandGroup is sys for a command cloned into the commands' group
-// (v2), and enter and leave move the calling thread, which must be locked
-// to its goroutine, into the group around the fork and back (v1). With no
-// command group all three leave things as they are.
-func intoCommandGroup(job Job, sys *syscall.SysProcAttr) (out *syscall.SysProcAttr, enter func() error, leave func()) {
-	out, enter, leave = sys, func() error { return nil }, func() {}
-	switch job.CmdGroup {
-	case GroupByClone:
-		s := syscall.SysProcAttr{}
-		if sys != nil {
-			s = *sys
-		}
-		s.UseCgroupFD, s.CgroupFD = true, CmdGroupFD
-		out = &s
-	case GroupByThread:
-		zero := []byte("0") // "0": the writing thread
-		enter = func() error {
-			if _, err := unix.Write(CmdGroupFD, zero); err != nil {
-				return fmt.Errorf("joining the commands' cgroup: %w", err)
-			}
-			return nil
-		}
-		leave = func() { _, _ = unix.Write(HomeGroupFD, zero) }
+// intoCommandGroup returns enter and leave, which move the calling
+// thread (locked to its goroutine) into the commands' group for the fork
+// and back; both do nothing without a command group. A failed leave is
+// harmless: the thread then counts as one of the command's processes.
+func intoCommandGroup(job Job) (enter func() error, leave func()) {
+	if job.CmdGroup != GroupByThread {
+		return func() error { return nil }, func() {}
 	}
-	return out, enter, leave
+	zero := []byte("0") // "0": the writing thread
+	enter = func() error {
+		if _, err := unix.Write(CmdGroupFD, zero); err != nil {
+			return fmt.Errorf("joining the commands' cgroup: %w", err)
+		}
+		return nil
+	}
+	return enter, func() { _, _ = unix.Write(HomeGroupFD, zero) }
 }

@@ -100,7 +100,7 @@ func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started 
 // false, a line naming it is on stderr and st carries the shell's 126 (or
 // 127 when it is missing).
 func forkCommand(job Job, prog string, sys *syscall.SysProcAttr, stdin, stdout, stderr *os.File) (pid int, st Status, ok bool) {
-	sys, enter, leave := intoCommandGroup(job, sys)
+	enter, leave := intoCommandGroup(job)
 	if err := enter(); err != nil {
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
 		return 0, Status{Exited: true, ExitCode: 126}, false // never outside the group

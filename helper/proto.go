@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -118,8 +119,8 @@ func (e *remoteError) Is(target error) bool { return target == e.is || errors.Is
 type Conn struct {
 	f      *os.File
 	rc     syscall.RawConn
-	wmu    sync.Mutex
-	closed bool // under wmu: no send after Close
+	wmu    sync.Mutex  // one Send at a time: records never interleave
+	closed atomic.Bool // no Send starts after Close
 	rmu    sync.Mutex
 	buf    []byte
 	oob    []byte
@@ -169,6 +170,14 @@ func SocketPair() (host, sandbox *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// A record is one message, and a message must fit the sender's
+	// buffer: make room for MaxRecord where this process may (root gets
+	// it whatever net.core.wmem_max says; others up to it).
+	for _, fd := range fds {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 2*MaxRecord) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 2*MaxRecord)
+		}
+	}
 	return os.NewFile(uintptr(fds[0]), "hutch-host"), os.NewFile(uintptr(fds[1]), "hutch-sandbox"), nil
 }
 
@@ -191,7 +200,7 @@ func (c *Conn) Send(v any, files ...*os.File) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return fs.ErrClosed
 	}
 	if rerr := c.io(false, func(fd int) error {
@@ -199,6 +208,9 @@ func (c *Conn) Send(v any, files ...*os.File) error {
 		return err
 	}); rerr != nil {
 		return rerr
+	}
+	if errors.Is(err, unix.EMSGSIZE) {
+		return fmt.Errorf("%w: request of %d bytes does not fit the socket's buffer (raise net.core.wmem_max, or run hutch as root)", sandbox.ErrTooLarge, len(b))
 	}
 	return err
 }
@@ -247,13 +259,14 @@ func (c *Conn) Recv(v any) ([]*os.File, error) {
 }
 
 // Close closes the socket once; later sends fail with fs.ErrClosed.
+//
+// It does not wait for a Send or Recv in progress: closing the file wakes
+// them in the poller and they fail; the descriptor is released once they
+// have returned, so no later file is touched.
 func (c *Conn) Close() error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.closed {
+	if c.closed.Swap(true) {
 		return nil
 	}
-	c.closed = true
 	return c.f.Close()
 }
 

@@ -50,6 +50,7 @@ type Live struct {
 	queued    int
 	unblocked bool
 	closed    bool
+	given     bool  // Close's grace ran out: nothing more is delivered
 	err       error // the live writer's
 }
 
@@ -72,8 +73,8 @@ func (l *Live) forward() {
 		for len(l.queue) == 0 && !l.closed {
 			l.cond.Wait()
 		}
-		if len(l.queue) == 0 {
-			return // closed, and all delivered
+		if len(l.queue) == 0 || l.given {
+			return // closed and all delivered, or given up on
 		}
 		p := l.queue[0]
 		l.queue[0] = nil
@@ -128,7 +129,9 @@ func (l *Live) Unblock() {
 }
 
 // Close says the output has ended, and waits at most grace for the live
-// writer to take what is queued. Later writes are dropped.
+// writer to take what is queued. Later writes are dropped, and so is what
+// the writer has not taken when the grace runs out: after Close returns,
+// at most the one write then under way reaches the writer.
 func (l *Live) Close(grace time.Duration) {
 	if l == nil {
 		return
@@ -142,6 +145,9 @@ func (l *Live) Close(grace time.Duration) {
 	select {
 	case <-l.done:
 	case <-t.C:
+		l.mu.Lock()
+		l.given, l.queue, l.queued = true, nil, 0
+		l.mu.Unlock()
 	}
 }
 
@@ -186,7 +192,12 @@ func NewPipes(cmd Command, stdout, stderr *TailBuffer, wrapStderr func(io.Writer
 		p.copied.Add(1)
 		go func() {
 			defer p.copied.Done()
-			_, _ = io.Copy(sink, p.parent[i+1])
+			if _, err := io.Copy(sink, p.parent[i+1]); err != nil {
+				// The live writer failed (or the read end was cut):
+				// close it, so the command gets EPIPE (SIGPIPE) on its
+				// next write, as on a closed pipe, rather than block.
+				p.parent[i+1].Close()
+			}
 		}()
 	}
 	return p, nil
@@ -209,11 +220,24 @@ func (p *Pipes) Unblock() {
 	}
 }
 
-// Ended waits for the output to end (the command and everything it
-// started must be gone), then at most LiveGrace for the live writers.
+// OutputGrace bounds how long a tier reads a command's output after the
+// command is gone: a process outside its reach (one that was handed the
+// pipe) could otherwise keep it open for ever. What comes later is lost.
+const OutputGrace = 5 * time.Second
+
+// Ended waits for the output to end — at most OutputGrace, then it cuts
+// the pipes — and then at most LiveGrace for the live writers.
 func (p *Pipes) Ended() {
 	p.Unblock()
-	p.copied.Wait()
+	copied := make(chan struct{})
+	go func() { p.copied.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(OutputGrace):
+		p.parent[1].Close()
+		p.parent[2].Close()
+		<-copied
+	}
 	for _, l := range p.live {
 		l.Close(LiveGrace)
 	}

@@ -275,28 +275,18 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
 		return *refuse, nil
 	}
+	// An edit that cannot apply is refused before the gate, so it never
+	// uses up a person's answer or approval; after the gate the file is
+	// read again (it may have changed while a person decided).
+	if _, _, refuse := planEdit(ctx, sb, a); refuse != nil {
+		return *refuse, nil
+	}
 	if out, ok, err := ts.gate(ctx, permission.Write, "edit_file", a.Path, a); !ok {
 		return out, err
 	}
-	data, err := sb.Read(ctx, a.Path)
-	if err != nil {
-		return failf("%s", describeErr(err)), nil
-	}
-	text := string(data)
-	n := strings.Count(text, *a.OldString)
-	switch {
-	case n == 0:
-		return failf("old_string not found in %s: it must match the file exactly, including spaces and line breaks", a.Path), nil
-	case n > 1 && !a.ReplaceAll:
-		return failf("old_string appears %d times in %s: include more surrounding text to make it unique, or set replace_all", n, a.Path), nil
-	}
-	if !a.ReplaceAll {
-		n = 1
-	}
-	// Size the result before building it: a short file and a long
-	// new_string must not allocate terabytes only to be refused.
-	if size := int64(len(text)) + int64(n)*(int64(len(*a.NewString))-int64(len(*a.OldString))); size > sandbox.MaxFileSize {
-		return failf("the edited %s would be %d bytes, over the %d byte limit", a.Path, size, sandbox.MaxFileSize), nil
+	text, n, refuse := planEdit(ctx, sb, a)
+	if refuse != nil {
+		return *refuse, nil
 	}
 	text = strings.Replace(text, *a.OldString, *a.NewString, n)
 	if err := sb.Write(ctx, a.Path, []byte(text)); err != nil {
@@ -304,6 +294,36 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	}
 	ts.afterWrite(ctx, a.Path)
 	return structured(map[string]any{"ok": true, "path": a.Path, "replacements": n}), nil
+}
+
+// planEdit reads the file an edit applies to and checks the edit: the
+// text, how many replacements, or why it cannot apply.
+func planEdit(ctx context.Context, sb sandbox.Sandbox, a editArgs) (string, int, *Output) {
+	refuse := func(format string, args ...any) (string, int, *Output) {
+		out := failf(format, args...)
+		return "", 0, &out
+	}
+	data, err := sb.Read(ctx, a.Path)
+	if err != nil {
+		return refuse("%s", describeErr(err))
+	}
+	text := string(data)
+	n := strings.Count(text, *a.OldString)
+	switch {
+	case n == 0:
+		return refuse("old_string not found in %s: it must match the file exactly, including spaces and line breaks", a.Path)
+	case n > 1 && !a.ReplaceAll:
+		return refuse("old_string appears %d times in %s: include more surrounding text to make it unique, or set replace_all", n, a.Path)
+	}
+	if !a.ReplaceAll {
+		n = 1
+	}
+	// Size the result before building it: a short file and a long
+	// new_string must not allocate terabytes only to be refused.
+	if size := int64(len(text)) + int64(n)*(int64(len(*a.NewString))-int64(len(*a.OldString))); size > sandbox.MaxFileSize {
+		return refuse("the edited %s would be %d bytes, over the %d byte limit", a.Path, size, sandbox.MaxFileSize)
+	}
+	return text, n, nil
 }
 
 type globArgs struct {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
@@ -26,10 +25,11 @@ var cgroupRoot = "/sys/fs/cgroup"
 // start in a group of their own below the sandbox's pids group (cmd, with
 // the policy's limit), while hutch's processes in the sandbox (a
 // session's init, runner and exec helpers, a one-shot's PID 1) stay above
-// it, bounded by the sandbox group's own, wider limit. On cgroup v2, where
-// a group with children holds no processes, hutch's are in a sibling
-// group (hutch). The helpers start each command inside cmd (see
-// helper.CommandGroup); no command runs anywhere else.
+// it, bounded by the sandbox group's own, wider limit. On cgroup v2 both
+// are threaded subgroups of the sandbox's (which keeps the memory limit,
+// a domain controller's): there, as on v1, a thread may be in a group of
+// its own, and hutch's are in hutch. The helpers start each command
+// inside cmd (see helper.CommandGroup); no command runs anywhere else.
 type cgroup struct {
 	dirs   map[string]string // controller -> directory
 	v2     bool
@@ -141,15 +141,22 @@ func (cg *cgroup) limit(l policy.Limits) error {
 		}
 		subs := []string{cmdGroup}
 		if cg.v2 {
-			if err := write("pids", "cgroup.subtree_control", "+pids"); err != nil {
-				return fmt.Errorf("enabling pids below %s: %w", dir, err)
-			}
 			subs = append(subs, hutchGroup)
 		}
 		cg.pids = true // from here on remove takes the subgroups too
 		for _, sub := range subs {
 			if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 				return fmt.Errorf("creating cgroup: %w", err)
+			}
+			if cg.v2 {
+				if err := write("pids", filepath.Join(sub, "cgroup.type"), "threaded"); err != nil {
+					return fmt.Errorf("making %s/%s threaded: %w", dir, sub, err)
+				}
+			}
+		}
+		if cg.v2 {
+			if err := write("pids", "cgroup.subtree_control", "+pids"); err != nil {
+				return fmt.Errorf("enabling pids below %s: %w", dir, err)
 			}
 		}
 		if err := write("pids", filepath.Join(cmdGroup, "pids.max"), strconv.Itoa(l.Processes)); err != nil {
@@ -193,14 +200,14 @@ func (cg *cgroup) commandFiles() (helper.CommandGroup, error) {
 	if g.Procs, err = open(filepath.Join(cmd, "cgroup.procs"), os.O_WRONLY); err != nil {
 		return g, err
 	}
+	// A thread's own group: v1's tasks file, v2's cgroup.threads.
+	threads, home := "tasks", cg.dirs["pids"]
 	if cg.v2 {
-		g.Mode = helper.GroupByClone
-		g.Dir, err = open(cmd, os.O_RDONLY|syscall.O_DIRECTORY)
-	} else {
-		g.Mode = helper.GroupByThread
-		if g.Enter, err = open(filepath.Join(cmd, "tasks"), os.O_WRONLY); err == nil {
-			g.Leave, err = open(filepath.Join(cg.dirs["pids"], "tasks"), os.O_WRONLY)
-		}
+		threads, home = "cgroup.threads", filepath.Join(home, hutchGroup)
+	}
+	g.Mode = helper.GroupByThread
+	if g.Enter, err = open(filepath.Join(cmd, threads), os.O_WRONLY); err == nil {
+		g.Leave, err = open(filepath.Join(home, threads), os.O_WRONLY)
 	}
 	if err != nil {
 		g.Close()

@@ -1,0 +1,165 @@
+package helper
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Review 8 found that on cgroup v2 the commands' group was joined with
+// clone3(CLONE_INTO_CGROUP), which the helpers' own seccomp filter answers
+// with ENOSYS: on a v2 host every command of a session with a process
+// limit failed with 126. v2 now works as v1 does, in threaded groups: the
+// forking thread writes itself into cmd's cgroup.threads and back into
+// hutch's. This host's pids controller is on v1, but its cgroup2 mount
+// (/sys/fs/cgroup/unified on a hybrid host) has threaded groups all the
+// same: the child here starts /bin/cat /proc/self/cgroup through
+// forkCommand, unconfined (the control) and under the helper's seccomp
+// filter, and the command must be born in cmd, the thread back in hutch.
+func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
+	if os.Getenv("HUTCH_REVIEW8_GROUP") != "" {
+		os.Exit(review8GroupChild())
+	}
+	skip := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI runs as root on a host with a cgroup2 mount: %s", why)
+		}
+		t.Skip(why)
+	}
+	if os.Getuid() != 0 {
+		skip("needs root")
+	}
+	root := "/sys/fs/cgroup/unified"
+	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+		root = "/sys/fs/cgroup" // a pure v2 host
+		if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+			skip("no cgroup2 mount")
+		}
+	}
+	id := make([]byte, 4)
+	_, _ = rand.Read(id)
+	dir := filepath.Join(root, "hutch-review8-"+hex.EncodeToString(id))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		skip(fmt.Sprintf("cannot make a v2 group: %v", err))
+	}
+	defer os.Remove(dir)
+	for _, sub := range []string{"cmd", "hutch"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(filepath.Join(dir, sub))
+		if err := os.WriteFile(filepath.Join(dir, sub, "cgroup.type"), []byte("threaded"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := exec.Command(os.Args[0], "-test.run=^TestReview8ThreadedGroupUnderSeccomp$")
+	c.Env = append(os.Environ(), "HUTCH_REVIEW8_GROUP="+dir)
+	// The thread files at CmdGroupFD and HomeGroupFD from the start, as
+	// a session's helpers get them (the runtime's own descriptors come
+	// after).
+	c.ExtraFiles = make([]*os.File, HomeGroupFD-2)
+	for i, sub := range []string{"cmd", "hutch"} {
+		f, err := os.OpenFile(filepath.Join(dir, sub, "cgroup.threads"), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		c.ExtraFiles[CmdGroupFD-3+i] = f
+	}
+	out, err := c.CombinedOutput()
+	text := string(out)
+	if !strings.Contains(text, "control ok") {
+		t.Fatalf("control failed, the test cannot tell (err %v):\n%s", err, text)
+	}
+	if err != nil || !strings.Contains(text, "confined ok") {
+		t.Fatalf("a command does not start in its v2 group from a confined helper (err %v):\n%s", err, text)
+	}
+}
+
+func review8GroupChild() int {
+	dir := os.Getenv("HUTCH_REVIEW8_GROUP")
+	if err := os.WriteFile(filepath.Join(dir, "hutch", "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		fmt.Println("joining hutch:", err)
+		return 1
+	}
+	runtime.LockOSThread()
+	base := "0::/" + filepath.Base(dir)
+	job := Job{Argv: []string{"cat", "/proc/self/cgroup"}, Dir: "/", Env: []string{}, CmdGroup: GroupByThread}
+	try := func(name string) bool {
+		r, w, err := os.Pipe()
+		if err != nil {
+			fmt.Println(err)
+			return false
+		}
+		devnull, _ := os.Open(os.DevNull)
+		var errBuf bytes.Buffer
+		er, ew, _ := os.Pipe()
+		pid, st, ok := forkCommand(job, "/bin/cat", nil, devnull, w, ew)
+		w.Close()
+		ew.Close()
+		devnull.Close()
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(r)
+		_, _ = errBuf.ReadFrom(er)
+		if !ok {
+			fmt.Printf("%s: not started: %+v %s\n", name, st, errBuf.String())
+			return false
+		}
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		if unified(buf.String()) != base+"/cmd" {
+			fmt.Printf("%s: the command started in %q, not %s/cmd\n", name, buf.String(), base)
+			return false
+		}
+		self, _ := os.ReadFile("/proc/thread-self/cgroup")
+		if unified(string(self)) != base+"/hutch" {
+			fmt.Printf("%s: the forking thread stayed in %q\n", name, self)
+			return false
+		}
+		fmt.Printf("%s ok\n", name)
+		return true
+	}
+	if !try("control") {
+		return 1
+	}
+	b := newBuilder()
+	b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	if err := b.seccomp(); err != nil {
+		fmt.Println("seccomp:", err)
+		return 1
+	}
+	prog, err := b.build()
+	if err != nil {
+		fmt.Println("build:", err)
+		return 1
+	}
+	if err := prog.exec(); err != nil {
+		fmt.Println("exec:", err)
+		return 1
+	}
+	if !try("confined") {
+		return 1
+	}
+	return 0
+}
+
+// unified is the cgroup2 line ("0::/path") of a /proc/PID/cgroup.
+func unified(cgroups string) string {
+	for _, line := range strings.Split(cgroups, "\n") {
+		if strings.HasPrefix(line, "0::") {
+			return line
+		}
+	}
+	return ""
+}
