@@ -239,6 +239,7 @@ func TestConfigErrors(t *testing.T) {
 		{"open files", Options{Image: "i", OpenFiles: 15}, "give at least 16"},
 		{"cpu time, too much", Options{Image: "i", CPUTime: (1<<32)*time.Second + time.Nanosecond}, "more than the largest"},
 		{"pids", Options{Image: "i", PidsLimit: -5}, "pids limit"},
+		{"pids, too few for the helper", Options{Image: "i", PidsLimit: 32}, "give at least 64, or no helper"},
 		{"user", Options{Image: "i", User: "root --privileged"}, "user"},
 		{"env", Options{Image: "i", Env: map[string]string{"A=B": "c"}}, "environment variable"},
 		{"name", Options{Image: "i", Name: "-x"}, "name"},

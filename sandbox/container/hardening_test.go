@@ -184,6 +184,16 @@ func TestPidsLimit(t *testing.T) {
 	})
 }
 
+// The smallest pids limit the helper takes (MinPidsLimit) leaves a
+// command room for 30 processes: the helper's own share stays about 30.
+func TestMinPidsLimitLeavesRoom(t *testing.T) {
+	sb := newSB(t, container.Options{PidsLimit: container.MinPidsLimit})
+	r := run(t, sb, sandbox.Command{Shell: "i=0; while [ $i -lt 30 ]; do sleep 5 & i=$((i+1)); done; echo started $i; kill $(jobs -p) 2>/dev/null; wait", Timeout: 20 * time.Second})
+	if strings.TrimSpace(string(r.Stdout)) != "started 30" || r.Limit != "" {
+		t.Errorf("30 processes under a limit of %d: %q %q limit %q exit %d", container.MinPidsLimit, r.Stdout, r.Stderr, r.Limit, r.ExitCode)
+	}
+}
+
 // A command timing out with daemons takes them along, while a command
 // running beside it in the same container keeps its own processes.
 func TestTimeoutKillsOnlyItsTree(t *testing.T) {
