@@ -95,7 +95,7 @@ func review8GroupChild() int {
 	}
 	runtime.LockOSThread()
 	base := "0::/" + filepath.Base(dir)
-	job := Job{Argv: []string{"cat", "/proc/self/cgroup"}, Dir: "/", Env: []string{}, CmdGroup: GroupByThread}
+	job := Job{Argv: []string{"cat", "/proc/self/cgroup"}, Dir: "/", Env: []string{}, CmdGroup: true}
 	try := func(name string) bool {
 		r, w, err := os.Pipe()
 		if err != nil {

@@ -94,10 +94,10 @@ type Job struct {
 	// rlimits.
 	MemoryByCgroup bool `json:"memory_by_cgroup,omitempty"`
 	PidsByCgroup   bool `json:"pids_by_cgroup,omitempty"`
-	// CmdGroup says how commands start in the commands' control group
-	// (GroupByThread, GroupByClone; see CommandGroup), whose files the
-	// helpers hold at CmdGroupFD and HomeGroupFD; "" for none.
-	CmdGroup string `json:"cmd_group,omitempty"`
+	// CmdGroup says commands start in the commands' control group (see
+	// CommandGroup), whose thread files the helpers hold at CmdGroupFD
+	// and HomeGroupFD.
+	CmdGroup bool `json:"cmd_group,omitempty"`
 }
 
 // pathEnv is the command's PATH: the last PATH= of its environment, or

@@ -507,7 +507,7 @@ func startCommand(x *oneShotExec) {
 
 var (
 	newline     = [1]byte{'\n'}
-	zero        = [1]byte{'0'} // written to cgroup.procs: the writing process
+	zero        = [1]byte{'0'} // written to a cgroup's procs or thread file: the writer
 	groupFailed = []byte("cannot join the commands' cgroup: ")
 )
 

@@ -115,7 +115,7 @@ func (e *remoteError) Is(target error) bool { return target == e.is || errors.Is
 // waiting Recv holds no OS thread. That matters inside sandboxes: the
 // helper's processes share the sandbox's process limit with its commands,
 // and a fork bomb that fills it leaves the Go runtime no thread to create
-// (see ReserveThreads).
+// (see reserveThreads).
 type Conn struct {
 	f      *os.File
 	rc     syscall.RawConn

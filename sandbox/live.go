@@ -151,6 +151,27 @@ func (l *Live) Close(grace time.Duration) {
 	}
 }
 
+// Lives are a command's two live writers, stdout's and stderr's.
+type Lives [2]*Live
+
+// NewLives starts carrying cmd's output to its live writers (nil entries
+// for those it lacks).
+func NewLives(cmd Command) Lives { return Lives{NewLive(cmd.Stdout), NewLive(cmd.Stderr)} }
+
+// Unblock unblocks both (see Live.Unblock).
+func (ls Lives) Unblock() {
+	for _, l := range ls {
+		l.Unblock()
+	}
+}
+
+// Close closes both, waiting at most grace for each (see Live.Close).
+func (ls Lives) Close(grace time.Duration) {
+	for _, l := range ls {
+		l.Close(grace)
+	}
+}
+
 // Pipes are a command's three standard streams as pipes of the tier's
 // own, with goroutines copying them: stdin from Command.Stdin (never
 // waited for), stdout and stderr into their capture buffers and live
@@ -161,7 +182,7 @@ type Pipes struct {
 	// Child are the command's ends: stdin, stdout, stderr.
 	Child  [3]*os.File
 	parent [3]*os.File
-	live   [2]*Live
+	live   Lives
 	copied sync.WaitGroup
 }
 
@@ -183,7 +204,7 @@ func NewPipes(cmd Command, stdout, stderr *TailBuffer, wrapStderr func(io.Writer
 		}
 	}
 	go FeedStdin(p.parent[0], cmd.Stdin)
-	p.live = [2]*Live{NewLive(cmd.Stdout), NewLive(cmd.Stderr)}
+	p.live = NewLives(cmd)
 	sinks := [2]io.Writer{stdout.Tee(p.live[0]), stderr.Tee(p.live[1])}
 	if wrapStderr != nil {
 		sinks[1] = wrapStderr(sinks[1])
@@ -214,11 +235,7 @@ func (p *Pipes) Started() {
 // Unblock lets the copies go on without waiting for the live writers
 // (see Live.Unblock): for a tier whose way of ending a command on its
 // timeout needs the output drained.
-func (p *Pipes) Unblock() {
-	for _, l := range p.live {
-		l.Unblock()
-	}
-}
+func (p *Pipes) Unblock() { p.live.Unblock() }
 
 // OutputGrace bounds how long a tier reads a command's output after the
 // command is gone: a process outside its reach (one that was handed the
@@ -238,9 +255,7 @@ func (p *Pipes) Ended() {
 		p.parent[2].Close()
 		<-copied
 	}
-	for _, l := range p.live {
-		l.Close(LiveGrace)
-	}
+	p.live.Close(LiveGrace)
 }
 
 // Close closes every end still open and lets the live writers go (a copy
@@ -251,9 +266,7 @@ func (p *Pipes) Close() {
 			f.Close()
 		}
 	}
-	for _, l := range p.live {
-		l.Close(0)
-	}
+	p.live.Close(0)
 }
 
 // FeedStdin copies r (nil: nothing) into the command's stdin w and closes

@@ -276,17 +276,19 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		return *refuse, nil
 	}
 	// An edit that cannot apply is refused before the gate, so it never
-	// uses up a person's answer or approval; after the gate the file is
-	// read again (it may have changed while a person decided).
-	if _, _, refuse := planEdit(ctx, sb, a); refuse != nil {
+	// uses up a person's answer or approval; where a person may have
+	// decided, the file is read again after (it may have changed since).
+	text, n, refuse := planEdit(ctx, sb, a)
+	if refuse != nil {
 		return *refuse, nil
 	}
 	if out, ok, err := ts.gate(ctx, permission.Write, "edit_file", a.Path, a); !ok {
 		return out, err
 	}
-	text, n, refuse := planEdit(ctx, sb, a)
-	if refuse != nil {
-		return *refuse, nil
+	if ts.personDecides() {
+		if text, n, refuse = planEdit(ctx, sb, a); refuse != nil {
+			return *refuse, nil
+		}
 	}
 	text = strings.Replace(text, *a.OldString, *a.NewString, n)
 	if err := sb.Write(ctx, a.Path, []byte(text)); err != nil {

@@ -188,7 +188,7 @@ func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, deta
 	// Only a person (ask) or an approval (approve) looks at the
 	// arguments: encode them only then.
 	var raw json.RawMessage
-	if m := ts.opts.Gate.Mode(); m == permission.Ask || m == permission.Approve {
+	if ts.personDecides() {
 		var err error
 		if raw, err = json.Marshal(args); err != nil {
 			return failf("encoding arguments: %v", err), false, nil
@@ -204,6 +204,13 @@ func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, deta
 		return failf("%s", d.Reason), false, nil
 	}
 	return Output{}, true, nil
+}
+
+// personDecides reports whether the gate's mode may leave a call to a
+// person (ask, approve), who looks at its arguments and takes time.
+func (ts *Toolset) personDecides() bool {
+	m := ts.opts.Gate.Mode()
+	return m == permission.Ask || m == permission.Approve
 }
 
 // decode reads arguments strictly: unknown fields and trailing data are

@@ -377,7 +377,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	}
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	live := [2]*sandbox.Live{sandbox.NewLive(cmd.Stdout), sandbox.NewLive(cmd.Stderr)}
+	live := sandbox.NewLives(cmd)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go sc.consume(&wg, id, helper.FrameStdout, op.stdout, stdout, live[0])
@@ -385,10 +385,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	// From the timeout on, a stalled live writer holds nothing up: the
 	// helper reports the end only once it has sent all the output, which
 	// needs this side's credits.
-	unblock := time.AfterFunc(cmd.Timeout, func() {
-		live[0].Unblock()
-		live[1].Unblock()
-	})
+	unblock := time.AfterFunc(cmd.Timeout, live.Unblock)
 	defer unblock.Stop()
 	if cmd.Stdin != nil {
 		go sc.sendStdin(id, op.stdin, cmd.Stdin)
@@ -418,8 +415,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 		// Stop the command; keep crediting its output until its response
 		// (or the end of the session), so the helper never waits on us.
 		// The caller stops listening: nothing more goes live.
-		live[0].Close(0)
-		live[1].Close(0)
+		live.Close(0)
 		_ = sc.fw.WriteFrame(helper.FrameCancel, id, nil)
 		go func() {
 			select {
@@ -431,11 +427,9 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 		return sandbox.Result{}, stop
 	}
 	end()
-	live[0].Unblock() // the command is over: its output is read without waiting
-	live[1].Unblock()
+	live.Unblock() // the command is over: its output is read without waiting
 	wg.Wait()
-	live[0].Close(sandbox.LiveGrace)
-	live[1].Close(sandbox.LiveGrace)
+	live.Close(sandbox.LiveGrace)
 	if err := res.Err.Error(); err != nil {
 		return sandbox.Result{}, err
 	}
@@ -452,18 +446,15 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 // writer while the caller listens), crediting each chunk back.
 func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType, in *helper.Inbox, buf *sandbox.TailBuffer, live *sandbox.Live) {
 	defer wg.Done()
-	liveOK := live != nil
 	for {
 		chunk, ok := in.Next()
 		if !ok {
 			return
 		}
 		_, _ = buf.Write(chunk)
-		if liveOK {
-			if _, err := live.Write(chunk); err != nil {
-				liveOK = false // as with a closed pipe: stop copying
-			}
-		}
+		// A live writer that failed takes nothing more (its Write
+		// returns the error at once): as with a closed pipe.
+		_, _ = live.Write(chunk)
 		_ = sc.fw.WriteFrame(helper.FrameCredit, id, helper.CreditPayload(t, len(chunk)))
 	}
 }

@@ -205,7 +205,6 @@ func (cg *cgroup) commandFiles() (helper.CommandGroup, error) {
 	if cg.v2 {
 		threads, home = "cgroup.threads", filepath.Join(home, hutchGroup)
 	}
-	g.Mode = helper.GroupByThread
 	if g.Enter, err = open(filepath.Join(cmd, threads), os.O_WRONLY); err == nil {
 		g.Leave, err = open(filepath.Join(home, threads), os.O_WRONLY)
 	}

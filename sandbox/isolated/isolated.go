@@ -208,7 +208,7 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnsupported, err)
 	}
 	defer group.Close() // the init has its copies once started
-	job.CmdGroup = group.Mode
+	job.CmdGroup = group.Set()
 	hostEnd, sandboxEnd, err := helper.SocketPair()
 	if err != nil {
 		cg.remove()
@@ -241,13 +241,10 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	c.Args = []string{helper.InitName}
 	c.Env = []string{}
 	c.ExtraFiles = []*os.File{sandboxEnd}
-	if netSandbox != nil || group.Mode != "" {
-		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD (nil: closed)
+	if netSandbox != nil {
+		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD
 	}
-	if group.Mode != "" {
-		gf := group.SessionFiles()
-		c.ExtraFiles = append(c.ExtraFiles, gf[0], gf[1]) // helper.CmdGroupFD, HomeGroupFD
-	}
+	c.ExtraFiles = group.ExtraFiles(c.ExtraFiles) // helper.CmdGroupFD, HomeGroupFD
 	c.SysProcAttr = namespaces(pol.Network == policy.NetworkAll, job.HostUID, job.HostGID)
 	fail := func(err error) (*Sandbox, error) {
 		if c.Process != nil {

@@ -139,8 +139,8 @@ func (s *Sandbox) resolve(op, p string) (string, error) {
 // such a path is refused rather than read either way. ".." elsewhere, and
 // paths without it, cost nothing here.
 func (s *Sandbox) dotDotAfterLink(p string) error {
-	if !slices.Contains(strings.Split(p, "/"), "..") {
-		return nil
+	if !strings.Contains(p, "..") || !slices.Contains(strings.Split(p, "/"), "..") {
+		return nil // the common path allocates nothing
 	}
 	rel := p
 	if path.IsAbs(p) {
@@ -403,7 +403,7 @@ func (s *Sandbox) followLinks(rel string) (string, error) {
 }
 
 func randomSuffix() string {
-	var b [8]byte
+	var b [tmpRandom]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
@@ -458,10 +458,12 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	return sandbox.GlobFS(ctx, globFS{s.root}, pat, dirsOnly)
 }
 
-// Write's temporary files are named tmpPrefix + random hex + tmpSuffix.
+// Write's temporary files are named tmpPrefix + tmpRandom random bytes in
+// hex (randomSuffix) + tmpSuffix.
 const (
 	tmpPrefix = ".hutch-"
 	tmpSuffix = ".tmp"
+	tmpRandom = 8
 )
 
 // isTemp says whether name is one of Write's temporary files.
@@ -470,7 +472,7 @@ func isTemp(name string) bool {
 		return false
 	}
 	hexPart := name[len(tmpPrefix) : len(name)-len(tmpSuffix)]
-	return len(hexPart) == 16 && strings.Trim(hexPart, "0123456789abcdef") == ""
+	return len(hexPart) == 2*tmpRandom && strings.Trim(hexPart, "0123456789abcdef") == ""
 }
 
 // globFS is the root as Glob walks it. Unlike os.Root.FS it lists a
