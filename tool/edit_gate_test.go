@@ -1,6 +1,7 @@
 package tool_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -45,5 +46,32 @@ func TestEditThatCannotApplyAsksNobody(t *testing.T) {
 	_, err = ts.Call(bg, "edit_file", json.RawMessage(`{"path":"f.txt","old_string":"one","new_string":"1"}`))
 	if !errors.Is(err, permission.ErrApprovalRequired) {
 		t.Fatalf("an edit that applies: %v; want approval required", err)
+	}
+}
+
+// Where a person decides, the file is read again after the decision: a
+// change made meanwhile is kept, not overwritten with the text read before.
+func TestEditRereadsAfterThePersonDecides(t *testing.T) {
+	sb, dir := localSB(t)
+	f := filepath.Join(dir, "f.txt")
+	if err := os.WriteFile(f, []byte("one two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	asker := func(context.Context, permission.Request) (bool, error) {
+		return true, os.WriteFile(f, []byte("one three"), 0o644) // changed while asking
+	}
+	ts, err := tool.New(tool.Options{Sandbox: sb, Gate: newGate(t, permission.Config{Mode: permission.Ask, Asker: asker})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Call(bg, "read_file", json.RawMessage(`{"path":"f.txt"}`)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ts.Call(bg, "edit_file", json.RawMessage(`{"path":"f.txt","old_string":"one","new_string":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(f); string(got) != "1 three" {
+		t.Fatalf("after the edit: %q (%+v); want the change made while asking kept", got, out)
 	}
 }

@@ -80,6 +80,25 @@ func TestReview7LexicalDotDotBeforeLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// (1) resolves outside for the kernel: must be an escape.
+	// The same through an absolute path, under the root as given and as
+	// resolved (the root reached through a link elsewhere).
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Symlink(e.root, alias); err != nil {
+		t.Fatal(err)
+	}
+	viaAlias, err := local.New(alias, local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viaAlias.Close()
+	for _, p := range []string{e.root + "/lin/../x.txt", alias + "/lin/../x.txt"} {
+		if data, err := viaAlias.Read(bg, p); !errors.Is(err, sandbox.ErrInvalidPath) {
+			t.Errorf("Read(%s) = %q, %v; want ErrInvalidPath", p, data, err)
+		}
+	}
+	if data, err := viaAlias.Read(bg, alias+"/a/../x.txt"); err != nil || string(data) != "ROOT-X" {
+		t.Errorf("Read(%s/a/../x.txt) = %q, %v; want ROOT-X", alias, data, err)
+	}
 	for _, p := range []string{"lout/../secret.txt", "lin/../x.txt", "./lin/../x.txt", "a/../lin/../x.txt"} {
 		data, err := e.sb.Read(bg, p)
 		if !errors.Is(err, sandbox.ErrInvalidPath) || !strings.Contains(err.Error(), "symbolic link") {
