@@ -33,7 +33,7 @@ func wantArgv(t *testing.T, what string, got, want []string) {
 func full(rt Runtime) Options {
 	return Options{
 		Image: "img:1", Runtime: rt, WorkDir: "/w", Network: "all", Name: "box",
-		CapAdd: []string{"NET_BIND_SERVICE"}, Memory: 512 << 20, CPUs: 1.5, PidsLimit: 64,
+		CapAdd: []string{"NET_BIND_SERVICE"}, Memory: 512 << 20, CPUs: 1.5, PidsLimit: 128,
 		CPUTime: 1500 * time.Millisecond, FileSize: 1 << 20, OpenFiles: 256, User: "1000:1000",
 		Env:   map[string]string{"SECRET": "s3cret-value"},
 		Binds: []Bind{{Source: "/src", Target: "/w/src"}, {Source: "/out", Target: "/out", Writable: true}},
@@ -79,7 +79,7 @@ func fullFlags(helper bool) string {
 	}
 	return "--network bridge --cap-drop ALL --cap-add NET_BIND_SERVICE --security-opt no-new-privileges " +
 		"--read-only --tmpfs /w:rw,exec,nosuid,nodev --tmpfs /tmp:rw,nosuid,nodev " +
-		"--pids-limit 64 --memory 536870912 --cpus 1.5 " +
+		"--pids-limit 128 --memory 536870912 --cpus 1.5 " +
 		rlimits +
 		"--user 1000:1000 " +
 		"--mount type=bind,source=/src,target=/w/src,readonly --mount type=bind,source=/out,target=/out "
@@ -239,7 +239,7 @@ func TestConfigErrors(t *testing.T) {
 		{"open files", Options{Image: "i", OpenFiles: 15}, "give at least 16"},
 		{"cpu time, too much", Options{Image: "i", CPUTime: (1<<32)*time.Second + time.Nanosecond}, "more than the largest"},
 		{"pids", Options{Image: "i", PidsLimit: -5}, "pids limit"},
-		{"pids, too few for the helper", Options{Image: "i", PidsLimit: 32}, "give at least 64, or no helper"},
+		{"pids, too few for the helper", Options{Image: "i", PidsLimit: 32}, "give at least 96, or no helper"},
 		{"user", Options{Image: "i", User: "root --privileged"}, "user"},
 		{"env", Options{Image: "i", Env: map[string]string{"A=B": "c"}}, "environment variable"},
 		{"name", Options{Image: "i", Name: "-x"}, "name"},
@@ -348,7 +348,7 @@ func TestConfigHash(t *testing.T) {
 		{"all capabilities kept", Options{Image: "img", Name: "n", KeepCapabilities: true}, "/h/a", false},
 		{"new privileges", Options{Image: "img", Name: "n", AllowNewPrivileges: true}, "/h/a", false},
 		{"writable root", Options{Image: "img", Name: "n", WritableRoot: true}, "/h/a", false},
-		{"pids", Options{Image: "img", Name: "n", PidsLimit: 64}, "/h/a", false},
+		{"pids", Options{Image: "img", Name: "n", PidsLimit: 128}, "/h/a", false},
 		{"memory", Options{Image: "img", Name: "n", Memory: 64 << 20}, "/h/a", false},
 		{"cpus", Options{Image: "img", Name: "n", CPUs: 1}, "/h/a", false},
 		{"file size", Options{Image: "img", Name: "n", FileSize: 1 << 20}, "/h/a", false},

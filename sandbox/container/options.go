@@ -45,9 +45,10 @@ const (
 	// NoPidsLimit, as Options.PidsLimit, removes the process limit.
 	NoPidsLimit = -1
 	// MinPidsLimit is the smallest PidsLimit with the helper: the limit is
-	// the container's, and the helper's own processes and threads (its
-	// server, its reapers, its init: about 30) count against it.
-	MinPidsLimit = 64
+	// the container's, and the helper's own processes and threads count
+	// against it: its init and server about 20, each reaper about 9 (one
+	// per command running, and one more starting beside the first).
+	MinPidsLimit = 96
 	// HelperPath is where the helper binary is mounted in the container.
 	HelperPath = "/.hutch/hutch-helper"
 	// LabelID is the label carrying a sandbox's identity (its name);
@@ -298,7 +299,7 @@ func (o Options) normalize() (Options, error) {
 	case o.PidsLimit < NoPidsLimit:
 		return o, configErr("pids limit %d: give a positive number, 0 for %d, or NoPidsLimit", o.PidsLimit, DefaultPidsLimit)
 	case o.PidsLimit > 0 && o.PidsLimit < MinPidsLimit && !o.NoHelper && o.Runtime != Apple:
-		return o, configErr("pids limit %d is too small with hutch's helper, whose processes and threads in the container (about 30, and 8 more for each command running beside another) count against it: give at least %d, or no helper", o.PidsLimit, MinPidsLimit)
+		return o, configErr("pids limit %d is too small with hutch's helper, whose processes and threads in the container (30 to 40, and about 9 more for each command running beside another) count against it: give at least %d, or no helper", o.PidsLimit, MinPidsLimit)
 	}
 	if o.PidsLimit == 0 {
 		o.PidsLimit = DefaultPidsLimit
