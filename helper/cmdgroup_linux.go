@@ -13,7 +13,10 @@ import (
 // against it, and commands never run outside it (Job.CmdGroup). A helper
 // starts a command by moving its forking thread into the group (its
 // tasks file on cgroup v1, cgroup.threads in v2's threaded groups),
-// forking, which has the command born there, and moving the thread back.
+// forking, which has the command born there, and moving the thread back
+// (once the command has exec'd: Go's ForkExec returns no sooner, so for
+// that moment the thread is one of the limit's processes, and a command
+// forking at once may get one fewer; never more).
 // (clone3's CLONE_INTO_CGROUP would do without the moves, but the
 // helpers' seccomp filter refuses clone3, whose flags it cannot see.)
 

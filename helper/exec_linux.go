@@ -109,8 +109,8 @@ func forkCommand(job Job, prog string, sys *syscall.SysProcAttr, stdin, stdout, 
 	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
 		Dir: job.Dir, Env: job.Env, Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}, Sys: sys,
 	})
+	leave() // first: until then this thread counts as one of the command's
 	commandOOM.lower()
-	leave()
 	if err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {

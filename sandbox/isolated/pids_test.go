@@ -15,8 +15,11 @@ import (
 // countProcesses forks sleeping children until the kernel refuses, and
 // prints how many processes it had at once, itself included. Perl (always
 // there on Debian: perl-base) is one thread, and survives a refused fork,
-// where sh exits.
-const countProcesses = `exec perl -e 'my $n = 1; my @kids; while ($n < 200) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 10; exit 0 } push @kids, $p; $n++ } print "$n\n"; kill 9, @kids'`
+// where sh exits. It starts after 0.1 s: a session's helper moves its
+// forking thread out of the commands' group only once the command has
+// exec'd, and until then that thread is one of the limit's N (a command
+// forking in its first instant may get N-1, never more than N).
+const countProcesses = `exec perl -e 'select(undef, undef, undef, 0.1); my $n = 1; my @kids; while ($n < 200) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 10; exit 0 } push @kids, $p; $n++ } print "$n\n"; kill 9, @kids'`
 
 // A process limit is the command's: exactly that many processes at once,
 // in a one-shot run, in a session (through its runner, through an exec
