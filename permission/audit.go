@@ -18,11 +18,15 @@ type AuditEntry struct {
 	Tool       string     `json:"tool,omitempty"`
 	Mode       Mode       `json:"mode"`
 	// Outcome is "allowed", "denied", "approval_required" or "asking" (an
-	// Asker deferred; the call comes again with the answer).
+	// Asker deferred; the call comes again with the answer). A person's
+	// decision on a pending request (RecordDecided) is "approved" or
+	// "denied", by "person".
 	Outcome    string `json:"outcome"`
 	By         string `json:"by"`
 	ApprovalID string `json:"approval_id,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	// DecidedBy names the person who decided ApprovalID.
+	DecidedBy string `json:"decided_by,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // AuditLog appends entries to a file, one JSON object per line. Each entry
@@ -65,6 +69,30 @@ func (a *AuditLog) Record(e AuditEntry) error {
 	}
 	_, err = a.f.Write(line)
 	return err
+}
+
+// RecordDecided appends a person's decision on a pending request, as
+// Store.Decide returned it. The call the decision covers is recorded
+// again, by the gate, when it claims the decision.
+func (a *AuditLog) RecordDecided(ap Approval) error {
+	if ap.Status != StatusApproved && ap.Status != StatusDenied {
+		return fmt.Errorf("approval %s is %s, not a decision", ap.ID, ap.Status)
+	}
+	t := time.Now().UTC()
+	if ap.DecidedAt != nil {
+		t = *ap.DecidedAt
+	}
+	return a.Record(AuditEntry{
+		Time:       t,
+		Capability: ap.Capability,
+		Detail:     ap.Detail,
+		Tool:       ap.Tool,
+		Mode:       Approve,
+		Outcome:    string(ap.Status),
+		By:         "person",
+		ApprovalID: ap.ID,
+		DecidedBy:  ap.DecidedBy,
+	})
 }
 
 // Close closes the file; later Records fail.

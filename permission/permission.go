@@ -158,6 +158,9 @@ type Decision struct {
 	By string
 	// ApprovalID is the approval that allowed or denied the call, if any.
 	ApprovalID string
+	// DecidedBy, with ApprovalID, names the person who approved or denied
+	// that request.
+	DecidedBy string
 }
 
 // ErrApprovalRequired matches every *ApprovalRequiredError.
@@ -310,19 +313,19 @@ func (g *Gate) decide(ctx context.Context, req Request) (Decision, error) {
 }
 
 func (g *Gate) approve(ctx context.Context, req Request) (Decision, error) {
-	st, id, err := g.cfg.Store.Claim(ctx, req)
+	a, err := g.cfg.Store.claim(ctx, req)
 	switch {
 	case err != nil:
 		// Fail closed, and say why.
 		return deny("approval", "%s denied: approval store failed: %v", req.describe(), err), nil
-	case st == StatusApproved:
-		return Decision{Allowed: true, By: "approval", ApprovalID: id}, nil
-	case st == StatusDenied:
+	case a.Status == StatusApproved:
+		return Decision{Allowed: true, By: "approval", ApprovalID: a.ID, DecidedBy: a.DecidedBy}, nil
+	case a.Status == StatusDenied:
 		d := deny("approval", "%s not approved", req.describe())
-		d.ApprovalID = id
+		d.ApprovalID, d.DecidedBy = a.ID, a.DecidedBy
 		return d, nil
 	}
-	return Decision{By: "approval", ApprovalID: id}, &ApprovalRequiredError{ID: id, Request: req}
+	return Decision{By: "approval", ApprovalID: a.ID}, &ApprovalRequiredError{ID: a.ID, Request: req}
 }
 
 func deny(by, format string, args ...any) Decision {
@@ -353,6 +356,7 @@ func (g *Gate) audit(req Request, d Decision, err error) error {
 		Outcome:    outcome,
 		By:         d.By,
 		ApprovalID: d.ApprovalID,
+		DecidedBy:  d.DecidedBy,
 		Reason:     d.Reason,
 	})
 }

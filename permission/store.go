@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -46,6 +49,8 @@ type Approval struct {
 	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
 	ClaimedAt  *time.Time      `json:"claimed_at,omitempty"`
 	Key        string          `json:"key"` // capability, tool and canonical arguments, hashed
+	// DecidedBy names who approved or denied the request (see DecideAs).
+	DecidedBy string `json:"decided_by,omitempty"`
 }
 
 // MaxOpen bounds the requests waiting in a store (pending, or decided and
@@ -187,13 +192,19 @@ func canonicalJSON(raw json.RawMessage) ([]byte, error) {
 // transaction, so one approval lets exactly one call through even with
 // concurrent callers in several processes.
 func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) {
+	a, err := s.claim(ctx, req)
+	return a.Status, a.ID, err
+}
+
+// claim is Claim returning the request as it was found (for a decided
+// one, its status before the claim).
+func (s *Store) claim(ctx context.Context, req Request) (Approval, error) {
 	key, err := RequestKey(req)
 	if err != nil {
-		return "", "", err
+		return Approval{}, err
 	}
 	args, _ := canonicalJSON(req.Args)
-	var st Status
-	var id string
+	var found Approval
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		byID, open := tx.Bucket(bucketByID), tx.Bucket(bucketOpen)
 		if byID == nil || open == nil {
@@ -205,7 +216,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) 
 			if err != nil {
 				return err
 			}
-			id, st = a.ID, a.Status
+			found = a
 			switch a.Status {
 			case StatusApproved:
 				a.Status = StatusUsed
@@ -225,20 +236,32 @@ func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) 
 		}
 		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: req.Detail, Tool: req.Tool,
 			Arguments: args, Scope: req.Scope, CreatedAt: now, Status: StatusPending, Key: key}
-		id, st = a.ID, StatusPending
+		found = a
 		if err := putApproval(byID, a); err != nil {
 			return err
 		}
 		return open.Put([]byte(key), []byte(a.ID))
 	})
 	if err != nil {
-		return "", "", err
+		return Approval{}, err
 	}
-	return st, id, nil
+	return found, nil
 }
 
-// Decide approves or denies the pending request id.
+// Decide approves or denies the pending request id, recording this
+// process's user (CurrentUser) as the one who decided.
 func (s *Store) Decide(ctx context.Context, id string, approve bool) (Approval, error) {
+	return s.DecideAs(ctx, id, approve, CurrentUser())
+}
+
+// DecideAs is Decide for a caller that knows who decided better than the
+// operating system does (a web front end's signed-in person): by is
+// recorded in the request and, when the call claims it, in the audit log.
+// An empty by records CurrentUser.
+func (s *Store) DecideAs(ctx context.Context, id string, approve bool, by string) (Approval, error) {
+	if strings.TrimSpace(by) == "" {
+		by = CurrentUser()
+	}
 	var out Approval
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		byID := tx.Bucket(bucketByID)
@@ -253,7 +276,7 @@ func (s *Store) Decide(ctx context.Context, id string, approve bool) (Approval, 
 			return fmt.Errorf("%w: %s is %s", ErrDecided, id, a.Status)
 		}
 		now := time.Now().UTC()
-		a.DecidedAt = &now
+		a.DecidedAt, a.DecidedBy = &now, by
 		a.Status = StatusDenied
 		if approve {
 			a.Status = StatusApproved
@@ -262,6 +285,16 @@ func (s *Store) Decide(ctx context.Context, id string, approve bool) (Approval, 
 		return putApproval(byID, a)
 	})
 	return out, err
+}
+
+// CurrentUser names this process's user for the record of a decision:
+// "alice (uid 1000)", or "uid 1000" when the name cannot be looked up.
+func CurrentUser() string {
+	uid := strconv.Itoa(os.Getuid())
+	if u, err := user.LookupId(uid); err == nil && u.Username != "" {
+		return fmt.Sprintf("%s (uid %s)", u.Username, uid)
+	}
+	return "uid " + uid
 }
 
 // Get returns one request.

@@ -16,7 +16,9 @@ func newApprovalsCmd() *cobra.Command {
 		Use:   "approvals",
 		Short: "List, approve or deny pending requests of approve mode",
 	}
+	var audit string
 	c.PersistentFlags().StringVar(&store, "store", "", "the approval store file (as given to hutch mcp --store)")
+	c.PersistentFlags().StringVar(&audit, "audit", "", "append approve and deny decisions to this audit log (as given to hutch mcp --audit)")
 	_ = c.MarkPersistentFlagRequired("store")
 
 	var asJSON, all bool
@@ -66,11 +68,25 @@ func newApprovalsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				var log *permission.AuditLog
+				if audit != "" {
+					// Opened first: a decision that cannot be logged is
+					// not made.
+					if log, err = permission.OpenAudit(audit); err != nil {
+						return err
+					}
+					defer log.Close()
+				}
 				a, err := s.Decide(c.Context(), args[0], approve)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s (%s); it covers the next identical call, once\n", a.Status, a.ID, permission.Printable(string(a.Capability)), permission.Printable(a.Detail))
+				if log != nil {
+					if err := log.RecordDecided(a); err != nil {
+						return fmt.Errorf("%s %s, but writing it to the audit log failed: %w", a.Status, a.ID, err)
+					}
+				}
 				return nil
 			},
 		}

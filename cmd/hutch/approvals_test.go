@@ -81,6 +81,69 @@ func TestApprovalsCLI(t *testing.T) {
 	}
 }
 
+// approve and deny with --audit write the person's decision to the log;
+// a log that cannot be used stops the decision before it is made.
+func TestApprovalsAudit(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "a.db")
+	st, err := permission.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(detail string) string {
+		_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: detail, Tool: "shell", Args: json.RawMessage(`{"command":"` + detail + `"}`)})
+		var ar *permission.ApprovalRequiredError
+		if !errors.As(err, &ar) {
+			t.Fatalf("want approval required: %v", err)
+		}
+		return ar.ID
+	}
+	id1, id2, id3 := ask("make deploy"), ask("rm -rf build"), ask("curl x")
+
+	shared := filepath.Join(dir, "shared.jsonl")
+	if err := os.WriteFile(shared, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := hutch(t, "", "approvals", "approve", id3, "--store", store, "--audit", shared)
+	if a, err := st.Get(context.Background(), id3); code != 125 || !strings.Contains(errOut, "chmod 600") || err != nil || a.Status != permission.StatusPending {
+		t.Errorf("approving with a shared audit log: exit %d, %q; request %+v %v (want 125, the fix named, still pending)", code, errOut, a, err)
+	}
+
+	audit := filepath.Join(dir, "audit.jsonl")
+	if code, out, errOut := hutch(t, "", "approvals", "approve", id1, "--store", store, "--audit", audit); code != 0 || !strings.Contains(out, "approved "+id1) {
+		t.Fatalf("approve: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut := hutch(t, "", "approvals", "deny", id2, "--store", store, "--audit", audit); code != 0 || !strings.Contains(out, "denied "+id2) {
+		t.Fatalf("deny: %d %q %q", code, out, errOut)
+	}
+	data, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	want := []struct{ id, outcome, detail string }{{id1, "approved", "make deploy"}, {id2, "denied", "rm -rf build"}}
+	if len(lines) != len(want) {
+		t.Fatalf("audit log has %d lines, want %d: %q", len(lines), len(want), data)
+	}
+	for i, w := range want {
+		var e permission.AuditEntry
+		if err := json.Unmarshal([]byte(lines[i]), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.ApprovalID != w.id || e.Outcome != w.outcome || e.By != "person" || e.Detail != w.detail ||
+			e.DecidedBy != permission.CurrentUser() || e.Mode != permission.Approve {
+			t.Errorf("entry %d = %+v, want %s %s by %s", i, e, w.id, w.outcome, permission.CurrentUser())
+		}
+	}
+}
+
 func TestMCPBadSettings(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "hutch.yaml")
