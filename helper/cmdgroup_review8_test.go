@@ -21,12 +21,13 @@ import (
 // clone3(CLONE_INTO_CGROUP), which the helpers' own seccomp filter answers
 // with ENOSYS: on a v2 host every command of a session with a process
 // limit failed with 126. v2 now works as v1 does, in threaded groups: the
-// forking thread writes itself into cmd's cgroup.threads and back into
-// hutch's. This host's pids controller is on v1, but its cgroup2 mount
+// command's child (single-threaded, before execve) writes itself into
+// cmd's cgroup.threads; the helper's threads stay in hutch's. This host's pids controller is on v1, but its cgroup2 mount
 // (/sys/fs/cgroup/unified on a hybrid host) has threaded groups all the
 // same: the child here starts /bin/cat /proc/self/cgroup through
 // forkCommand, unconfined (the control) and under the helper's seccomp
-// filter, and the command must be born in cmd, the thread back in hutch.
+// filter, and the command must be born in cmd, the forking thread never
+// leaving hutch.
 func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
 	if os.Getenv("HUTCH_REVIEW8_GROUP") != "" {
 		os.Exit(review8GroupChild())
@@ -65,18 +66,14 @@ func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
 	}
 	c := exec.Command(os.Args[0], "-test.run=^TestReview8ThreadedGroupUnderSeccomp$")
 	c.Env = append(os.Environ(), "HUTCH_REVIEW8_GROUP="+dir)
-	// The thread files at CmdGroupFD and HomeGroupFD from the start, as
-	// a session's helpers get them (the runtime's own descriptors come
-	// after).
-	c.ExtraFiles = make([]*os.File, HomeGroupFD-2)
-	for i, sub := range []string{"cmd", "hutch"} {
-		f, err := os.OpenFile(filepath.Join(dir, sub, "cgroup.threads"), os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		c.ExtraFiles[CmdGroupFD-3+i] = f
+	// The thread file at CmdGroupFD from the start, as a session's
+	// helpers get it (the runtime's own descriptors come after).
+	f, err := os.OpenFile(filepath.Join(dir, "cmd", "cgroup.threads"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer f.Close()
+	c.ExtraFiles = placeGroupFile(nil, f)
 	out, err := c.CombinedOutput()
 	text := string(out)
 	if !strings.Contains(text, "control ok") {
@@ -105,7 +102,7 @@ func review8GroupChild() int {
 		devnull, _ := os.Open(os.DevNull)
 		var errBuf bytes.Buffer
 		er, ew, _ := os.Pipe()
-		pid, st, ok := forkCommand(job, "/bin/cat", nil, devnull, w, ew)
+		pid, st, ok := forkCommand(job, "/bin/cat", false, devnull, w, ew)
 		w.Close()
 		ew.Close()
 		devnull.Close()
@@ -124,7 +121,7 @@ func review8GroupChild() int {
 		}
 		self, _ := os.ReadFile("/proc/thread-self/cgroup")
 		if unified(string(self)) != base+"/hutch" {
-			fmt.Printf("%s: the forking thread stayed in %q\n", name, self)
+			fmt.Printf("%s: the forking thread is in %q\n", name, self)
 			return false
 		}
 		fmt.Printf("%s ok\n", name)

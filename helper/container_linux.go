@@ -726,7 +726,7 @@ func runReaped(r Request, files []*os.File) Response {
 		res.Status = &st
 		return res
 	}
-	pid, st, ok := forkCommand(job, prog, &syscall.SysProcAttr{Setsid: true}, files[0], files[1], files[2])
+	pid, st, ok := forkCommand(job, prog, true, files[0], files[1], files[2])
 	if !ok {
 		res.Status = &st
 		return res

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -81,13 +80,9 @@ func findProgram(job Job, stderr *os.File) (prog string, st Status, ok bool) {
 // itself ends, and returns its status. Whatever the command left running
 // is the caller's to end.
 func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started func()) (Status, error) {
-	pid, st, ok := forkCommand(job, prog, nil, stdin, stdout, stderr)
+	pid, st, ok := forkCommand(job, prog, false, stdin, stdout, stderr)
 	if !ok {
 		return st, nil
-	}
-	if err := limitMemory(job, pid); err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		return Status{}, fmt.Errorf("memory limit: %w", err)
 	}
 	if started != nil {
 		started()
@@ -96,28 +91,16 @@ func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started 
 }
 
 // forkCommand starts prog with the job's arguments, environment and
-// directory and the given standard streams. When it cannot start, ok is
-// false, a line naming it is on stderr and st carries the shell's 126 (or
-// 127 when it is missing).
-func forkCommand(job Job, prog string, sys *syscall.SysProcAttr, stdin, stdout, stderr *os.File) (pid int, st Status, ok bool) {
-	enter, leave := intoCommandGroup(job)
-	if err := enter(); err != nil {
-		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return 0, Status{Exited: true, ExitCode: 126}, false // never outside the group
-	}
+// directory and the given standard streams (see spawn). When it cannot
+// start, ok is false, a line naming it is on stderr and st carries the
+// shell's 126.
+func forkCommand(job Job, prog string, setsid bool, stdin, stdout, stderr *os.File) (pid int, st Status, ok bool) {
 	commandOOM.raise() // the child starts as the OOM killer's first choice
-	pid, err := syscall.ForkExec(prog, job.Argv, &syscall.ProcAttr{
-		Dir: job.Dir, Env: job.Env, Files: []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()}, Sys: sys,
-	})
-	leave() // first: until then this thread counts as one of the command's
+	pid, err := spawn(job, prog, setsid, [3]*os.File{stdin, stdout, stderr})
 	commandOOM.lower()
 	if err != nil {
-		code := 126
-		if errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return 0, Status{Exited: true, ExitCode: code}, false
+		return 0, Status{Exited: true, ExitCode: 126}, false
 	}
 	return pid, Status{}, true
 }
@@ -187,21 +170,4 @@ func confine(job Job) error {
 		return err
 	}
 	return prog.exec()
-}
-
-// limitMemory bounds the started command's writable private memory (heap,
-// anonymous maps) when no cgroup does — on the command alone: this Go
-// process holds more reserved data than a small limit, and would die on
-// its next allocation under it. Unlike an address-space limit it does not
-// count reserved but unused ranges, so runtimes that reserve large arenas
-// still start. It is applied right after the start, so a command could
-// map memory before it lands: without cgroups the memory bound is best
-// effort, per process (hutch check says so).
-func limitMemory(job Job, pid int) error {
-	l := job.Policy.Limits
-	if l.Memory == 0 || job.MemoryByCgroup {
-		return nil
-	}
-	v := uint64(l.Memory)
-	return unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: v, Max: v}, nil)
 }

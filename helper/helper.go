@@ -95,8 +95,7 @@ type Job struct {
 	MemoryByCgroup bool `json:"memory_by_cgroup,omitempty"`
 	PidsByCgroup   bool `json:"pids_by_cgroup,omitempty"`
 	// CmdGroup says commands start in the commands' control group (see
-	// CommandGroup), whose thread files the helpers hold at CmdGroupFD
-	// and HomeGroupFD.
+	// CommandGroup), whose thread file the helpers hold at CmdGroupFD.
 	CmdGroup bool `json:"cmd_group,omitempty"`
 }
 

@@ -128,7 +128,6 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	// The command's strings live with the program, which refuses any with
 	// a NUL byte.
 	x := newOneShotExec(b, job, sStatus)
-	x.group = -1
 	if cmdGroup != nil {
 		x.group = oneShotGroupFD
 	}
@@ -316,10 +315,20 @@ type oneShotRecord struct {
 const oneShotGroupFD = 4
 
 // oneShotExec is what the child needs to start the command, ready for
-// raw system calls.
+// raw system calls: the one-shot's PID 1 (newOneShotExec) and a helper's
+// spawn use it.
 type oneShotExec struct {
 	status uint8 // the program's slot of the status pipe
-	group  int   // the commands' group's cgroup.procs, or -1
+	// group is a file of the commands' group (cgroup.procs, or a thread
+	// file for a single-threaded child) the child writes itself into
+	// first; -1 for none.
+	group int
+	// stdio are descriptors the child moves to 0, 1 and 2 (each is above
+	// 2); -1 leaves that one as it is.
+	stdio [3]int32
+	dir   uintptr // the directory the child enters; 0 for none
+	// setsid has the child start a session of its own.
+	setsid bool
 	// paths are the command's candidate files, tried in order (a PATH
 	// search done by execve itself, inside the sandbox).
 	paths      []uintptr
@@ -339,16 +348,26 @@ type oneShotExec struct {
 }
 
 func newOneShotExec(b *builder, job Job, status uint8) *oneShotExec {
-	x := &oneShotExec{status: status, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
-	for _, c := range sandbox.Candidates(job.Argv[0], job.pathEnv(), job.Dir) {
-		x.paths = append(x.paths, b.str(c))
+	x := newCommandExec(b.str, job, sandbox.Candidates(job.Argv[0], job.pathEnv(), job.Dir))
+	x.status = status
+	return x
+}
+
+// newCommandExec is what a child needs to start job's command from the
+// candidate files paths, with the job's memory rlimit when no cgroup
+// bounds memory; no group, streams as they are, no directory change.
+// str keeps a NUL-terminated copy of a string and returns its address.
+func newCommandExec(str func(string) uintptr, job Job, paths []string) *oneShotExec {
+	x := &oneShotExec{group: -1, stdio: [3]int32{-1, -1, -1}, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
+	for _, c := range paths {
+		x.paths = append(x.paths, str(c))
 	}
 	for _, a := range job.Argv {
-		x.argv = append(x.argv, b.str(a))
+		x.argv = append(x.argv, str(a))
 	}
 	x.argv = append(x.argv, 0)
 	for _, e := range job.Env {
-		x.envp = append(x.envp, b.str(e))
+		x.envp = append(x.envp, str(e))
 	}
 	x.envp = append(x.envp, 0)
 	if l := job.Policy.Limits; l.Memory > 0 && !job.MemoryByCgroup {
@@ -363,7 +382,6 @@ var errnoText = sync.OnceValue(func() [][]byte {
 	for i := range t {
 		t[i] = []byte(syscall.Errno(i).Error())
 	}
-	t[unix.ENOENT] = []byte("command not found")
 	return t
 })
 
@@ -371,13 +389,26 @@ var errnoText = sync.OnceValue(func() [][]byte {
 // the fork (the child keeps them blocked), and runs the sandbox's PID 1
 // in the child.
 func forkBlocked(flags uintptr, p *program, x *oneShotExec) (uintptr, syscall.Errno) {
-	all, old := ^uint64(0), uint64(0)
-	if _, _, e := syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+	old, e := blockSignals()
+	if e != 0 {
 		return 0, e
 	}
 	pid, errno := forkChild(flags, p, x)
-	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	setSignalMask(old)
 	return pid, errno
+}
+
+// blockSignals blocks every signal on the calling thread (locked to its
+// goroutine) and returns the mask it had.
+func blockSignals() (old uint64, e syscall.Errno) {
+	all := ^uint64(0)
+	_, _, e = syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
+	return old, e
+}
+
+// setSignalMask sets the calling thread's signal mask to m.
+func setSignalMask(m uint64) {
+	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&m)), 0, 8, 0, 0)
 }
 
 // forkChild is the fork itself. The child never returns from it.
@@ -418,11 +449,11 @@ func sandboxPID1(p *program, x *oneShotExec) {
 			break
 		}
 	}
-	syscall.RawSyscall(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0)
+	syscall.RawSyscall6(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0, 0, 0, 0)
 	// Its copies of the command's streams: the host sees end-of-file
 	// once the killed processes are gone, without waiting for this exit.
 	for fd := uintptr(0); fd < 3; fd++ {
-		syscall.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+		syscall.RawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
 	}
 	report(p, x, recEnded, 0, 0)
 }
@@ -443,24 +474,27 @@ func oomWrite(p *program, x *oneShotExec, v []byte) {
 //go:norace
 func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
 	x.rec.Kind, x.rec.Op, x.rec.Errno = kind, op, int64(errno)
-	syscall.RawSyscall(unix.SYS_WRITE, p.slots[x.status], uintptr(unsafe.Pointer(&x.rec)), unsafe.Sizeof(x.rec))
+	syscall.RawSyscall6(unix.SYS_WRITE, p.slots[x.status], uintptr(unsafe.Pointer(&x.rec)), unsafe.Sizeof(x.rec), 0, 0, 0)
 	code := uintptr(0)
 	if kind != recEnded {
 		code = 1
 	}
 	for {
-		syscall.RawSyscall(unix.SYS_EXIT_GROUP, code, 0, 0)
+		syscall.RawSyscall6(unix.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
 	}
 }
 
 // startCommand is the command's process: default signal dispositions,
-// nothing blocked, then execve of each candidate in turn. When none runs,
-// it says why on stderr and exits with the shell's 127 (not found) or
-// 126.
+// nothing blocked, into the commands' group, a session of its own, its
+// streams and directory (each when x asks), its memory rlimit, then
+// execve of each candidate in turn. Every step the command relies on
+// comes before it runs a single instruction. It returns only when a step
+// fails or no candidate runs, with what its caller gives childExit: what
+// failed and the shell's 127 (not found) or 126.
 //
 //go:nosplit
 //go:norace
-func startCommand(x *oneShotExec) {
+func startCommand(x *oneShotExec) (what []byte, e syscall.Errno, code uintptr) {
 	for sig := uintptr(1); sig <= 64; sig++ {
 		if sig != uintptr(unix.SIGKILL) && sig != uintptr(unix.SIGSTOP) {
 			syscall.RawSyscall6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&x.dfl)), 0, 8, 0, 0)
@@ -469,52 +503,88 @@ func startCommand(x *oneShotExec) {
 	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&x.empty)), 0, 8, 0, 0)
 	if x.group >= 0 {
 		// Into the commands' group before anything runs; never outside.
-		if _, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(x.group), uintptr(unsafe.Pointer(&zero[0])), 1); e != 0 {
-			write2(x.prefix)
-			write2(groupFailed)
-			if t := x.errText; uintptr(e) < uintptr(len(t)) {
-				write2(t[e])
-			}
-			write2(newline[:])
-			for {
-				syscall.RawSyscall(unix.SYS_EXIT_GROUP, 126, 0, 0)
+		if _, _, e := syscall.RawSyscall6(unix.SYS_WRITE, uintptr(x.group), uintptr(unsafe.Pointer(&zero[0])), 1, 0, 0, 0); e != 0 {
+			return groupFailed, e, 126
+		}
+	}
+	if x.setsid {
+		if _, _, e := syscall.RawSyscall6(unix.SYS_SETSID, 0, 0, 0, 0, 0, 0); e != 0 {
+			return setsidFailed, e, 126
+		}
+	}
+	for i := uintptr(0); i < 3; i++ {
+		if fd := x.stdio[i]; fd >= 0 {
+			if _, _, e := syscall.RawSyscall6(unix.SYS_DUP3, uintptr(fd), i, 0, 0, 0, 0); e != 0 {
+				return streamsFailed, e, 126
 			}
 		}
 	}
+	if x.stdio[0] >= 0 {
+		// The streams' sources and anything else still open: a
+		// descriptor someone forgot to mark close-on-exec is not the
+		// command's.
+		if _, _, e := syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 3, ^uintptr(0)>>32, 0, 0, 0, 0); e != 0 {
+			return closeFailed, e, 126
+		}
+	}
+	if x.dir != 0 {
+		if _, _, e := syscall.RawSyscall6(unix.SYS_CHDIR, x.dir, 0, 0, 0, 0, 0); e != 0 {
+			return dirFailed, e, 126
+		}
+	}
 	if x.dataLimit.Max > 0 {
-		syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&x.dataLimit)), 0, 0, 0)
+		// EPERM: the hard limit in force is lower than asked (raising it
+		// takes a capability), which binds the command more, not less.
+		if _, _, e := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&x.dataLimit)), 0, 0, 0); e != 0 && e != unix.EPERM {
+			return limitFailed, e, 126
+		}
 	}
 	first := uintptr(0)
 	for i := 0; i < len(x.paths); i++ {
-		_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, x.paths[i], uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envp[0])))
+		_, _, e := syscall.RawSyscall6(unix.SYS_EXECVE, x.paths[i], uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envp[0])), 0, 0, 0)
 		if first == 0 && e != unix.ENOENT && e != unix.ENOTDIR {
 			first = uintptr(e)
 		}
 	}
-	code := uintptr(126)
 	if first == 0 {
-		first, code = uintptr(unix.ENOENT), 127
+		return notFound, 0, 127
 	}
-	write2(x.prefix)
-	if t := x.errText; first < uintptr(len(t)) {
-		write2(t[first])
+	return nil, syscall.Errno(first), 126
+}
+
+// childExit writes "hutch: ARGV0: " what, the text of errno e (none for
+// 0) and a newline on stderr, with one system call, and exits with code.
+// It is as shallow as it can be: it runs at the bottom of the chain of
+// nosplit calls of a fork's child, whose stack cannot grow.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func childExit(x *oneShotExec, what []byte, e syscall.Errno, code uintptr) {
+	var text []byte
+	if t := x.errText; e != 0 && uintptr(e) < uintptr(len(t)) {
+		text = t[e]
 	}
-	write2(newline[:])
+	iov := [4]unix.Iovec{
+		{Base: unsafe.SliceData(x.prefix), Len: uint64(len(x.prefix))},
+		{Base: unsafe.SliceData(what), Len: uint64(len(what))},
+		{Base: unsafe.SliceData(text), Len: uint64(len(text))},
+		{Base: &newline[0], Len: 1},
+	}
+	syscall.RawSyscall6(unix.SYS_WRITEV, 2, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)), 0, 0, 0)
 	for {
-		syscall.RawSyscall(unix.SYS_EXIT_GROUP, code, 0, 0)
+		syscall.RawSyscall6(unix.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
 	}
 }
 
 var (
-	newline     = [1]byte{'\n'}
-	zero        = [1]byte{'0'} // written to a cgroup's procs or thread file: the writer
-	groupFailed = []byte("cannot join the commands' cgroup: ")
+	newline       = [1]byte{'\n'}
+	zero          = [1]byte{'0'} // written to a cgroup's procs or thread file: the writer
+	notFound      = []byte("command not found")
+	groupFailed   = []byte("cannot join the commands' cgroup: ")
+	closeFailed   = []byte("cannot close inherited descriptors: ")
+	setsidFailed  = []byte("cannot start a session: ")
+	streamsFailed = []byte("cannot set up its standard streams: ")
+	dirFailed     = []byte("cannot enter its directory: ")
+	limitFailed   = []byte("cannot set its memory limit: ")
 )
-
-//go:nosplit
-//go:norace
-func write2(b []byte) {
-	if len(b) > 0 {
-		syscall.RawSyscall(unix.SYS_WRITE, 2, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	}
-}

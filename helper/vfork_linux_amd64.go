@@ -16,7 +16,10 @@ func rawVfork(flags uintptr) (pid uintptr, errno uintptr)
 func spawnCommand(x *oneShotExec) (uintptr, uintptr) {
 	pid, errno := rawVfork(unix.CLONE_VM | unix.CLONE_VFORK | uintptr(unix.SIGCHLD))
 	if errno == 0 && pid == 0 {
-		startCommand(x)
+		// Only a failure returns; saying so is the last thing the
+		// child does, here rather than below startCommand's frame.
+		what, e, code := startCommand(x)
+		childExit(x, what, e, code)
 	}
 	return pid, errno
 }

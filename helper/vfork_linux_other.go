@@ -16,7 +16,10 @@ import (
 func spawnCommand(x *oneShotExec) (uintptr, uintptr) {
 	pid, _, e := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
 	if e == 0 && pid == 0 {
-		startCommand(x)
+		// Only a failure returns; saying so is the last thing the
+		// child does, here rather than below startCommand's frame.
+		what, e, code := startCommand(x)
+		childExit(x, what, e, code)
 	}
 	return pid, uintptr(e)
 }

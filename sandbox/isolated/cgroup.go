@@ -201,14 +201,11 @@ func (cg *cgroup) commandFiles() (helper.CommandGroup, error) {
 		return g, err
 	}
 	// A thread's own group: v1's tasks file, v2's cgroup.threads.
-	threads, home := "tasks", cg.dirs["pids"]
+	threads := "tasks"
 	if cg.v2 {
-		threads, home = "cgroup.threads", filepath.Join(home, hutchGroup)
+		threads = "cgroup.threads"
 	}
-	if g.Enter, err = open(filepath.Join(cmd, threads), os.O_WRONLY); err == nil {
-		g.Leave, err = open(filepath.Join(home, threads), os.O_WRONLY)
-	}
-	if err != nil {
+	if g.Threads, err = open(filepath.Join(cmd, threads), os.O_WRONLY); err != nil {
 		g.Close()
 		return helper.CommandGroup{}, err
 	}

@@ -1,6 +1,8 @@
 package isolated_test
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,11 +17,10 @@ import (
 // countProcesses forks sleeping children until the kernel refuses, and
 // prints how many processes it had at once, itself included. Perl (always
 // there on Debian: perl-base) is one thread, and survives a refused fork,
-// where sh exits. It starts after 0.1 s: a session's helper moves its
-// forking thread out of the commands' group only once the command has
-// exec'd, and until then that thread is one of the limit's N (a command
-// forking in its first instant may get N-1, never more than N).
-const countProcesses = `exec perl -e 'select(undef, undef, undef, 0.1); my $n = 1; my @kids; while ($n < 200) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 10; exit 0 } push @kids, $p; $n++ } print "$n\n"; kill 9, @kids'`
+// where sh exits. It forks from its first instant: no helper thread of
+// hutch's ever counts among the limit's N, not even while the command
+// starts.
+const countProcesses = `exec perl -e 'my $n = 1; my @kids; while ($n < 200) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 10; exit 0 } push @kids, $p; $n++ } print "$n\n"; kill 9, @kids'`
 
 // A process limit is the command's: exactly that many processes at once,
 // in a one-shot run, in a session (through its runner, through an exec
@@ -63,11 +64,20 @@ func TestProcessLimitIsTheCommands(t *testing.T) {
 			// command shares the limit with it (one sleep).
 			var wg sync.WaitGroup
 			wg.Add(1)
+			holding := filepath.Join(e.work, "holding-"+strconv.Itoa(n))
 			go func() {
 				defer wg.Done()
-				_, _ = sb.Exec(bg, sandbox.Command{Args: []string{"sleep", "3"}, Timeout: 20 * time.Second})
+				_, _ = sb.Exec(bg, sandbox.Command{Shell: "touch " + holding + "; exec sleep 5", Timeout: 20 * time.Second})
 			}()
-			time.Sleep(500 * time.Millisecond)
+			// Counting starts once the sleep is sure to run.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(holding); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the command beside did not start in 10 s")
+				}
+			}
 			r, err := sb.Exec(bg, sandbox.Command{Shell: countProcesses, Timeout: 20 * time.Second})
 			count(t, r, err, n-1)
 			wg.Wait()

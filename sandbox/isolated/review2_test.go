@@ -599,11 +599,9 @@ func TestReview2MemoryLimitWithoutCgroups(t *testing.T) {
 		if err == nil && r.ExitCode == 0 {
 			t.Errorf("a command under a 64 MiB memory limit holds %s MiB of RAM in /dev/shm, limit %q", strings.Fields(string(r.Stdout))[0], r.Limit)
 		}
-		// The command itself is bound (the rlimit fallback, per process).
-		// The limit lands just after the start (limitMemory: best effort,
-		// documented), so the reading comes a moment later: awk read it
-		// first once in CI under load.
-		r, err = sb.Exec(bg, sandbox.Command{Shell: "sleep 0.2; awk '/Max data size/ {print $4}' /proc/self/limits"})
+		// The command itself is bound (the rlimit fallback, per process),
+		// from its first instruction: awk reads its limits at once.
+		r, err = sb.Exec(bg, sandbox.Command{Args: []string{"awk", "/Max data size/ {print $4}", "/proc/self/limits"}})
 		if err != nil || strings.TrimSpace(string(r.Stdout)) != "67108864" {
 			t.Errorf("the command's own data limit: %q %v, want 67108864", r.Stdout, err)
 		}

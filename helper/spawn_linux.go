@@ -1,0 +1,87 @@
+package helper
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawn starts prog, a file inside the sandbox, as job's command: the
+// job's arguments and environment, files as its standard streams and no
+// other descriptor (every other one this process holds is close-on-exec).
+// Its child does all the rest with raw system calls before execve (see
+// startCommand): it joins the commands' group (Job.CmdGroup, through
+// CmdGroupFD), starts a session of its own when setsid is set, enters
+// the job's directory and takes the memory rlimit when no cgroup bounds
+// memory. So the command never runs an instruction outside its group or
+// above its limit, and this process's threads never count against the
+// group (Go's ForkExec could do none of this before execve: the forking
+// thread had to visit the group, and the rlimit came just after the
+// start).
+//
+// A command that cannot start (a step failed, execve refused) exits 126
+// or 127 with the reason on its stderr, as a shell's would; err is for a
+// process that could not be made at all.
+func spawn(job Job, prog string, setsid bool, files [3]*os.File) (pid int, err error) {
+	var keep [][]byte
+	str := func(s string) uintptr {
+		if strings.IndexByte(s, 0) >= 0 && err == nil {
+			err = fmt.Errorf("%q contains a NUL byte", s)
+		}
+		buf := append([]byte(s), 0)
+		keep = append(keep, buf)
+		return uintptr(unsafe.Pointer(&buf[0]))
+	}
+	x := newCommandExec(str, job, []string{prog})
+	if job.Dir != "" {
+		x.dir = str(job.Dir)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if job.CmdGroup {
+		x.group = CmdGroupFD
+	}
+	x.setsid = setsid
+	// The streams go to descriptors above 2 first, from which the child
+	// moves them down: one already at 0-2 could be overwritten before it
+	// was moved. They are close-on-exec, so only 0-2 reach the command.
+	for i, f := range files {
+		fd, derr := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+		if derr != nil {
+			return 0, fmt.Errorf("standard streams: %w", derr)
+		}
+		defer unix.Close(fd)
+		x.stdio[i] = int32(fd)
+	}
+	r, e := spawnBlocked(x)
+	runtime.KeepAlive(keep)
+	runtime.KeepAlive(x)
+	if e != 0 {
+		return 0, fmt.Errorf("starting it: %w", e)
+	}
+	return int(r), nil
+}
+
+// spawnBlocked runs spawnCommand from a locked thread with every signal
+// blocked (a Go signal handler must not run in a child sharing this
+// memory; the child sets its own dispositions and mask), holding
+// syscall.ForkLock as every fork in this process does.
+func spawnBlocked(x *oneShotExec) (uintptr, syscall.Errno) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
+	old, e := blockSignals()
+	if e != 0 {
+		return 0, e
+	}
+	pid, errno := spawnCommand(x)
+	setSignalMask(old)
+	return pid, syscall.Errno(errno)
+}
