@@ -21,6 +21,10 @@ var nonPublicV4 = sync.OnceValue(func() []addrRange {
 		{netip.MustParsePrefix("169.254.169.254/32"), "the cloud metadata address (link-local)", true},
 		{netip.MustParsePrefix("169.254.170.2/32"), "the container metadata address (AWS ECS, link-local)", true},
 		{netip.MustParsePrefix("100.100.100.200/32"), "the cloud metadata address (Alibaba Cloud, shared CGNAT range)", true},
+		// Public address space, but every Azure VM reaches it: the
+		// WireServer hands out the VM agent's goal state and extension
+		// settings, protected ones included.
+		{netip.MustParsePrefix("168.63.129.16/32"), "the cloud platform address (Azure WireServer)", true},
 		{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address", false},
 		{netip.MustParsePrefix("10.0.0.0/8"), "a private address", false},
 		{netip.MustParsePrefix("100.64.0.0/10"), "a shared (CGNAT) address", false},
@@ -72,8 +76,8 @@ var v6Forms = sync.OnceValue(func() (f struct{ ipv4Compatible, nat64, sixToFour,
 // (link-local)" and so on — or returns "" for a public unicast address.
 // It covers loopback, RFC 1918 and fc00::/7 private, link-local,
 // unspecified, shared (CGNAT, 100.64.0.0/10), the known cloud metadata
-// addresses (169.254.169.254, 169.254.170.2, 100.100.100.200,
-// fd00:ec2::254, fd20:ce::254), multicast, broadcast, documentation,
+// addresses (169.254.169.254, 169.254.170.2, 100.100.100.200, Azure's
+// WireServer 168.63.129.16, fd00:ec2::254, fd20:ce::254), multicast, broadcast, documentation,
 // benchmarking and reserved blocks, and IPv6 outside 2000::/3. IPv6 forms
 // that embed an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64
 // 64:ff9b::/96, 6to4 2002::/16) are judged by the embedded address. The
@@ -100,19 +104,33 @@ func classify(a netip.Addr) (reason string, metadata bool) {
 	if r, m := lookupRange(nonPublicV6(), a); r != "" {
 		return r, m
 	}
+	if v4, form, ok := embeddedV4(a); ok {
+		return embedded(v4, form, form == "IPv4-compatible")
+	}
+	if !v6Forms().globalUnicast.Contains(a) {
+		return "not a global unicast address", false
+	}
+	return "", false
+}
+
+// embeddedV4 returns the IPv4 address an IPv6 address a (not IPv4-mapped:
+// unmap that first) carries in the IPv4-compatible (::/96), NAT64
+// (64:ff9b::/96) or 6to4 (2002::/16) form, and the form's name.
+func embeddedV4(a netip.Addr) (v4 netip.Addr, form string, ok bool) {
+	if !a.Is6() {
+		return v4, "", false
+	}
 	b := a.As16()
 	f := v6Forms()
 	switch {
 	case f.ipv4Compatible.Contains(a):
-		return embedded(netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true)
+		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
 	case f.nat64.Contains(a):
-		return embedded(netip.AddrFrom4([4]byte(b[12:16])), "NAT64", false)
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
 	case f.sixToFour.Contains(a):
-		return embedded(netip.AddrFrom4([4]byte(b[2:6])), "6to4", false)
-	case !f.globalUnicast.Contains(a):
-		return "not a global unicast address", false
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
 	}
-	return "", false
+	return v4, "", false
 }
 
 func lookupRange(ranges []addrRange, a netip.Addr) (string, bool) {

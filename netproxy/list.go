@@ -157,7 +157,7 @@ func (l *List) check(name string, ip netip.Addr, port uint16) *Refusal {
 	}
 	if ip.IsValid() {
 		switch {
-		case l.deny.matchAddr(ip, port, false):
+		case l.deniesAddr(ip, port):
 			r.Denied = true
 			return r
 		case l.allow.matchAddr(ip, port, false):
@@ -190,14 +190,24 @@ func (l *List) NamesAddr(a netip.Addr, port int) bool {
 	return l.allow.matchAddr(a, uint16(port), metadata)
 }
 
-// DeniesAddr reports whether a deny entry holds the address a on port
-// (IPv4-mapped forms unmapped). Deny ranges apply to the addresses names
-// resolve to as well as to IP literals.
+// DeniesAddr reports whether a deny entry holds the address a on port:
+// a itself (IPv4-mapped forms unmapped), or the IPv4 address an
+// IPv4-compatible, NAT64 or 6to4 form of it carries, which reaches that
+// host all the same where the network translates. Deny ranges apply to
+// the addresses names resolve to as well as to IP literals.
 func (l *List) DeniesAddr(a netip.Addr, port int) bool {
 	if l == nil || port < 1 || port > 65535 || !a.IsValid() {
 		return false
 	}
-	return l.deny.matchAddr(a.WithZone("").Unmap(), uint16(port), false)
+	return l.deniesAddr(a.WithZone("").Unmap(), uint16(port))
+}
+
+func (l *List) deniesAddr(a netip.Addr, port uint16) bool {
+	if l.deny.matchAddr(a, port, false) {
+		return true
+	}
+	v4, _, ok := embeddedV4(a)
+	return ok && l.deny.matchAddr(v4, port, false)
 }
 
 // Entries returns copies of the allow and deny entries, in the order

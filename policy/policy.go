@@ -17,9 +17,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -234,7 +237,11 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 		}
 	}
 	if p.Dir != "/tmp" && !p.CanRead(p.Dir) {
-		return p, configErr("start directory %s is not readable under the policy: add it with --read or --write", p.Dir)
+		if i := slices.IndexFunc(p.Deny, func(d string) bool { return within(p.Dir, d) }); i >= 0 {
+			// Deny wins: adding it with --read or --write would not help.
+			return p, configErr("start directory %s is denied (by %s): remove that deny or start elsewhere", ShowPath(p.Dir), ShowPath(p.Deny[i]))
+		}
+		return p, configErr("start directory %s is not readable under the policy: add it with --read or --write", ShowPath(p.Dir))
 	}
 	return p, nil
 }
@@ -265,6 +272,10 @@ func cleanPaths(in []string, cwd string) ([]string, error) {
 			return nil, configErr("path is longer than %d bytes", sandbox.MaxPathLen)
 		case strings.HasPrefix(p, "~"):
 			return nil, configErr("path %q: hutch does not expand ~; give the absolute path", p)
+		case strings.HasPrefix(p, "$"):
+			// Else "$HOME/.ssh" would name DIR/$HOME/.ssh, which does not
+			// exist: a deny that protects nothing.
+			return nil, configErr("path %q: hutch does not expand variables; give the absolute path", p)
 		}
 		if !filepath.IsAbs(p) {
 			if cwd == "" {
@@ -342,17 +353,17 @@ func (p Policy) Summary() string {
 	if dir == "" {
 		dir = "/tmp"
 	}
-	say("Starts in %s.", dir)
+	say("Starts in %s.", ShowPath(dir))
 	if extra := nonSystem(p.Read); len(extra) > 0 {
-		say("Can read %s.", strings.Join(extra, ", "))
+		say("Can read %s.", showPaths(extra))
 	}
 	if len(p.Write) > 0 {
-		say("Can change %s.", strings.Join(p.Write, ", "))
+		say("Can change %s.", showPaths(p.Write))
 	} else {
 		say("Cannot change any host file (only a private /tmp).")
 	}
 	if denied := notIn(p.Deny, SystemSecrets); len(denied) > 0 {
-		say("Cannot see %s.", strings.Join(denied, ", "))
+		say("Cannot see %s.", showPaths(denied))
 	}
 	switch p.Network {
 	case NetworkAll:
@@ -390,6 +401,32 @@ func (p Policy) Summary() string {
 	}
 	say("Stops after %s.", seconds(t))
 	return b.String()
+}
+
+// ShowPath is path as the summary and error messages show it: as it is
+// when it holds only characters that cannot end a sentence or hide text
+// (letters, digits and / . _ - + @ = , :, with no ". "), else quoted with
+// Go's escapes. A path cannot then forge a sentence ("/w. Has full
+// network access") or carry a line break, a terminal escape or a bidi
+// override to the person or model reading it.
+func ShowPath(path string) string {
+	plain := !strings.Contains(path, ". ") && strings.IndexFunc(path, func(r rune) bool {
+		return !(r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+@=,:", r)) ||
+			r >= utf8.RuneSelf && unicode.IsLetter(r))
+	}) < 0
+	if plain && path != "" {
+		return path
+	}
+	return strconv.Quote(path)
+}
+
+// showPaths joins paths as showPath shows each.
+func showPaths(paths []string) string {
+	shown := make([]string, len(paths))
+	for i, p := range paths {
+		shown[i] = ShowPath(p)
+	}
+	return strings.Join(shown, ", ")
 }
 
 func seconds(d time.Duration) string {
@@ -442,8 +479,8 @@ func (n *fileNetwork) UnmarshalYAML(node *yaml.Node) error {
 		return nil
 	}
 	var m struct {
-		Allow []string `yaml:"allow"`
-		Deny  []string `yaml:"deny"`
+		Allow hostList `yaml:"allow"`
+		Deny  hostList `yaml:"deny"`
 	}
 	if node.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: network: give none, all, or a mapping with allow and deny lists", node.Line)
@@ -474,12 +511,25 @@ type fileLimits struct {
 type pathList []string
 
 func (l *pathList) UnmarshalYAML(node *yaml.Node) error {
+	return scalarList((*[]string)(l), node, "path")
+}
+
+// hostList is pathList for the network's allow and deny lists.
+type hostList []string
+
+func (l *hostList) UnmarshalYAML(node *yaml.Node) error {
+	return scalarList((*[]string)(l), node, "host")
+}
+
+// scalarList decodes a YAML list of plain values (what: "path") into l,
+// refusing an entry that is null or not a scalar.
+func scalarList(l *[]string, node *yaml.Node, what string) error {
 	if node.Kind != yaml.SequenceNode {
-		return fmt.Errorf("line %d: give a list of paths", node.Line)
+		return fmt.Errorf("line %d: give a list of %ss", node.Line, what)
 	}
 	for _, n := range node.Content {
 		if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-			return fmt.Errorf("line %d: a path list entry is empty or not a path (a bare ~ is YAML's null; quote paths)", n.Line)
+			return fmt.Errorf("line %d: a %s list entry is empty or not a %s (a bare ~ is YAML's null; quote %ss)", n.Line, what, what, what)
 		}
 		*l = append(*l, n.Value)
 	}
@@ -582,6 +632,11 @@ func DecodeYAMLFile(path string, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			// One line: yaml lists each problem on a line of its own.
+			return fmt.Errorf("%s: %s", path, strings.Join(te.Errors, "; "))
+		}
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	var extra yaml.Node

@@ -15,6 +15,10 @@ func newApprovalsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "approvals",
 		Short: "List, approve or deny pending requests of approve mode",
+		// A mistyped subcommand ("deni") is an error, not the help and
+		// exit 0 that a script would take for a decision made.
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	var audit string
 	c.PersistentFlags().StringVar(&store, "store", "", "the approval store file (as given to hutch mcp --store)")

@@ -16,8 +16,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -70,6 +72,25 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
+// oneLine folds s to one line for the error hutch prints: runs of white
+// space become one space, and any other character a terminal would act
+// on (an escape, a backspace, a bidi override) is shown escaped (\x1b,
+// \u202e), so echoed input cannot rewrite what the person reads.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	s = strings.Join(strings.Fields(s), " ")
+	if strings.IndexFunc(s, notPrintable) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !notPrintable(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r) // '\x1b'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
+
+func notPrintable(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }

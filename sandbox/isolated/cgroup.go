@@ -136,7 +136,9 @@ func (cg *cgroup) limit(l policy.Limits) error {
 		cg.memory = true
 	}
 	if dir := cg.dirs["pids"]; dir != "" && l.Processes > 0 {
-		if err := write("pids", "pids.max", strconv.Itoa(l.Processes+hutchProcesses)); err != nil {
+		// The kernel takes no pids.max above PID_MAX_LIMIT (1<<22), which
+		// a policy may ask for the commands alone.
+		if err := write("pids", "pids.max", strconv.Itoa(min(l.Processes+hutchProcesses, 1<<22))); err != nil {
 			return err
 		}
 		subs := []string{cmdGroup}

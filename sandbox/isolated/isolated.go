@@ -28,9 +28,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,6 +106,45 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 	})
 }
 
+// checkStartDir checks on the host that pol's start directory exists and
+// is a directory the sandbox will hold. Inside, where /tmp is private and
+// a link is not followed, a missing one would be reported under another
+// name.
+func checkStartDir(pol policy.Policy) error {
+	if err := checkLink(pol, pol.Dir, "start directory", pol.CanRead); err != nil {
+		return err
+	}
+	fi, err := os.Stat(pol.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: start directory %s does not exist", sandbox.ErrNotFound, policy.ShowPath(pol.Dir))
+	case err != nil:
+		return fmt.Errorf("%w: start directory %s: %v", sandbox.ErrConfig, policy.ShowPath(pol.Dir), errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("%w: start directory %s is not a directory", sandbox.ErrConfig, policy.ShowPath(pol.Dir))
+	}
+	return nil
+}
+
+// checkLink refuses a policy path (what: "writable path") that is a
+// symbolic link to somewhere the policy does not give (has): the sandbox
+// holds the link itself, never following it, so the path would be of no
+// use there, and the failure would name the link, not the reason.
+func checkLink(pol policy.Policy, path, what string, has func(string) bool) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	target, err := filepath.EvalSymlinks(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s %s is a symbolic link that leads nowhere (%v): give the path it should name", sandbox.ErrConfig, what, policy.ShowPath(path), errors.Unwrap(err))
+	case !has(target):
+		return fmt.Errorf("%w: %s %s is a symbolic link to %s, which the policy does not give: the sandbox holds the link, not what it names; give %s", sandbox.ErrConfig, what, policy.ShowPath(path), policy.ShowPath(target), policy.ShowPath(target))
+	}
+	return nil
+}
+
 // prepare normalizes pol against the current directory, checks its start
 // directory, and makes the control groups of its limits (nil when none,
 // or when the host has none for hutch). The job describes the sandbox.
@@ -117,6 +158,13 @@ func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
 		// The private /tmp: fine as a start directory.
 	} else if !pol.CanRead(pol.Dir) {
 		return pol, helper.Job{}, nil, fmt.Errorf("%w: start directory %s is not in the policy", sandbox.ErrConfig, pol.Dir)
+	} else if err := checkStartDir(pol); err != nil {
+		return pol, helper.Job{}, nil, err
+	}
+	for _, w := range pol.Write {
+		if err := checkLink(pol, w, "writable path", pol.CanWrite); err != nil {
+			return pol, helper.Job{}, nil, err
+		}
 	}
 	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
 	// Memory and process limits go to control groups where hutch may

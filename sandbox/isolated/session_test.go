@@ -103,3 +103,64 @@ func TestMissingStartDir(t *testing.T) {
 		t.Errorf("error does not name the start directory: %v", err)
 	}
 }
+
+// The start directory and the writable paths are checked on the host
+// before anything is built: a missing or unusable one, or a symbolic
+// link to somewhere the policy leaves out (the sandbox holds the link,
+// never what it names), is an error naming it and the fix (ErrNotFound
+// for a missing start directory, else ErrConfig), in a
+// one-shot run and a session alike. A link whose target the policy gives
+// works.
+func TestStartDirAndWritableLinksCheckedOnTheHost(t *testing.T) {
+	newEnv(t)
+	dir := t.TempDir()
+	real, outside := filepath.Join(dir, "real"), t.TempDir()
+	file := filepath.Join(dir, "file")
+	for _, err := range []error{
+		os.Mkdir(real, 0o755),
+		os.WriteFile(file, nil, 0o644),
+		os.Symlink("real", filepath.Join(dir, "to-real")),
+		os.Symlink(outside, filepath.Join(dir, "to-outside")),
+		os.Symlink("gone", filepath.Join(dir, "dangling")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(name string) string { return filepath.Join(dir, name) }
+	cases := []struct {
+		name string
+		pol  policy.Policy
+		want string // "" runs
+		is   error
+	}{
+		{"missing start directory", policy.Policy{Write: []string{dir}, Dir: at("missing")}, "start directory " + at("missing") + " does not exist", sandbox.ErrNotFound},
+		{"start directory is a file", policy.Policy{Write: []string{dir}, Dir: file}, "is not a directory", sandbox.ErrConfig},
+		{"start directory links outside", policy.Policy{Read: []string{dir}, Dir: at("to-outside")}, "is a symbolic link to " + outside + ", which the policy does not give", sandbox.ErrConfig},
+		{"writable link outside", policy.Policy{Write: []string{at("to-outside")}, Dir: "/tmp"}, "writable path " + at("to-outside") + " is a symbolic link to " + outside, sandbox.ErrConfig},
+		{"writable dangling link", policy.Policy{Write: []string{at("dangling")}, Dir: "/tmp"}, "symbolic link that leads nowhere", sandbox.ErrConfig},
+		{"writable link, its target too", policy.Policy{Write: []string{at("to-real"), real}, Dir: real}, "", nil},
+		{"start directory links inside", policy.Policy{Write: []string{dir}, Dir: at("to-real")}, "", nil},
+	}
+	for _, c := range cases {
+		pol := policy.Default().Extend(c.pol)
+		t.Run(c.name, func(t *testing.T) {
+			r, err := isolated.Run(bg, pol, sandbox.Command{Args: []string{"true"}, Timeout: 20 * time.Second})
+			sb, serr := isolated.New(bg, pol)
+			if serr == nil {
+				sb.Close()
+			}
+			for mode, err := range map[string]error{"one-shot": err, "session": serr} {
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("%s: %v", mode, err)
+				case c.want != "" && (!errors.Is(err, c.is) || !strings.Contains(errString(err), c.want)):
+					t.Errorf("%s: %v; want %v with %q", mode, err, c.is, c.want)
+				}
+			}
+			if c.want == "" && r.ExitCode != 0 {
+				t.Errorf("exit %d, stderr %q", r.ExitCode, r.Stderr)
+			}
+		})
+	}
+}
