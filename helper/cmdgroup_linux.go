@@ -11,19 +11,28 @@ import (
 // starts a command with spawn, whose child writes itself into the group
 // (its tasks file on cgroup v1, cgroup.threads in v2's threaded groups:
 // the child has one thread) before execve, so the command is born there
-// and no helper thread ever visits it. (clone3's CLONE_INTO_CGROUP would
-// do the same, but the helpers' seccomp filter refuses clone3, whose
-// flags it cannot see.)
+// and no helper thread ever visits it. A move into a group is not checked
+// against its pids.max (only a fork is), so the child then reads the
+// group's pids.current and does not run when that is over the limit: a
+// command never starts in a group its running ones already fill. (Two
+// commands joining at the same instant may both see the other and both
+// refuse: it fails closed.) clone3's CLONE_INTO_CGROUP would do all this
+// in one step, but the helpers' seccomp filter refuses clone3, whose
+// flags it cannot see.
 
-// CmdGroupFD is where a session's helpers hold the commands' group's
-// thread file.
-const CmdGroupFD = 5
+// CmdGroupFD and CountFD are where a session's helpers hold the commands'
+// group's thread file and its pids.current.
+const (
+	CmdGroupFD = 5
+	CountFD    = 6
+)
 
 // CommandGroup holds the host's open files of the commands' group; the
 // zero value is no group.
 type CommandGroup struct {
 	Procs   *os.File // the group's cgroup.procs (a one-shot's command writes itself in)
 	Threads *os.File // the group's thread file (a session's commands write themselves in)
+	Count   *os.File // the group's pids.current, open for reading
 }
 
 // Set reports whether there is a group.
@@ -31,7 +40,7 @@ func (g CommandGroup) Set() bool { return g.Threads != nil }
 
 // Close closes the files.
 func (g CommandGroup) Close() {
-	for _, f := range []*os.File{g.Procs, g.Threads} {
+	for _, f := range []*os.File{g.Procs, g.Threads, g.Count} {
 		if f != nil {
 			f.Close()
 		}
@@ -39,35 +48,36 @@ func (g CommandGroup) Close() {
 }
 
 // ExtraFiles extends a session's init's ExtraFiles (extra, which puts them
-// at 3, 4...) with the group's thread file at CmdGroupFD; extra as it is
-// without a group.
+// at 3, 4...) with the group's thread file at CmdGroupFD and its count at
+// CountFD; extra as it is without a group.
 func (g CommandGroup) ExtraFiles(extra []*os.File) []*os.File {
 	if !g.Set() {
 		return extra
 	}
-	return placeGroupFile(extra, g.Threads)
+	return placeGroupFiles(extra, g.Threads, g.Count)
 }
 
-// placeGroupFile appends f to extra at CmdGroupFD, closing the
-// descriptors before it that extra leaves out.
-func placeGroupFile(extra []*os.File, f *os.File) []*os.File {
+// placeGroupFiles appends threads and count to extra at CmdGroupFD and
+// CountFD, closing the descriptors before them that extra leaves out.
+func placeGroupFiles(extra []*os.File, threads, count *os.File) []*os.File {
 	for len(extra) < CmdGroupFD-3 {
 		extra = append(extra, nil) // nil: closed in the child
 	}
-	return append(extra, f)
+	return append(extra, threads, count)
 }
 
-// inheritedGroup is this helper's own CmdGroupFD, as a file made once (a
-// file collected by the GC would close its descriptor).
-var inheritedGroup = sync.OnceValue(func() *os.File {
-	return os.NewFile(CmdGroupFD, "hutch-cmd-group")
+// inheritedGroup are this helper's own CmdGroupFD and CountFD, as files
+// made once (a file collected by the GC would close its descriptor).
+var inheritedGroup = sync.OnceValue(func() [2]*os.File {
+	return [2]*os.File{os.NewFile(CmdGroupFD, "hutch-cmd-group"), os.NewFile(CountFD, "hutch-cmd-count")}
 })
 
 // groupExtraFiles hands a child helper (runner, exec helper) this helper's
-// group file, when the job has a command group (see CommandGroup.ExtraFiles).
+// group files, when the job has a command group (see CommandGroup.ExtraFiles).
 func groupExtraFiles(job Job, extra []*os.File) []*os.File {
 	if !job.CmdGroup {
 		return extra
 	}
-	return placeGroupFile(extra, inheritedGroup())
+	g := inheritedGroup()
+	return placeGroupFiles(extra, g[0], g[1])
 }

@@ -73,7 +73,7 @@ func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c.ExtraFiles = placeGroupFile(nil, f)
+	c.ExtraFiles = placeGroupFiles(nil, f, nil) // no count: the job has no process limit
 	out, err := c.CombinedOutput()
 	text := string(out)
 	if !strings.Contains(text, "control ok") {

@@ -95,7 +95,8 @@ type Job struct {
 	MemoryByCgroup bool `json:"memory_by_cgroup,omitempty"`
 	PidsByCgroup   bool `json:"pids_by_cgroup,omitempty"`
 	// CmdGroup says commands start in the commands' control group (see
-	// CommandGroup), whose thread file the helpers hold at CmdGroupFD.
+	// CommandGroup), whose files the helpers hold at CmdGroupFD and
+	// CountFD.
 	CmdGroup bool `json:"cmd_group,omitempty"`
 }
 

@@ -323,6 +323,13 @@ type oneShotExec struct {
 	// file for a single-threaded child) the child writes itself into
 	// first; -1 for none.
 	group int
+	// count is the group's pids.current, read once the child is in the
+	// group: more than maxProcs there and the command does not run. -1
+	// for none.
+	count    int
+	maxProcs uint64
+	full     []byte // what the child says when the group is full
+	buf      [24]byte
 	// stdio are descriptors the child moves to 0, 1 and 2 (each is above
 	// 2); -1 leaves that one as it is.
 	stdio [3]int32
@@ -358,7 +365,7 @@ func newOneShotExec(b *builder, job Job, status uint8) *oneShotExec {
 // bounds memory; no group, streams as they are, no directory change.
 // str keeps a NUL-terminated copy of a string and returns its address.
 func newCommandExec(str func(string) uintptr, job Job, paths []string) *oneShotExec {
-	x := &oneShotExec{group: -1, stdio: [3]int32{-1, -1, -1}, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
+	x := &oneShotExec{group: -1, count: -1, stdio: [3]int32{-1, -1, -1}, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
 	for _, c := range paths {
 		x.paths = append(x.paths, str(c))
 	}
@@ -402,13 +409,13 @@ func forkBlocked(flags uintptr, p *program, x *oneShotExec) (uintptr, syscall.Er
 // goroutine) and returns the mask it had.
 func blockSignals() (old uint64, e syscall.Errno) {
 	all := ^uint64(0)
-	_, _, e = syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
+	_, e = sys6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
 	return old, e
 }
 
 // setSignalMask sets the calling thread's signal mask to m.
 func setSignalMask(m uint64) {
-	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&m)), 0, 8, 0, 0)
+	sys6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&m)), 0, 8, 0, 0)
 }
 
 // forkChild is the fork itself. The child never returns from it.
@@ -416,7 +423,7 @@ func setSignalMask(m uint64) {
 //go:nosplit
 //go:norace
 func forkChild(flags uintptr, p *program, x *oneShotExec) (uintptr, syscall.Errno) {
-	r, _, e := syscall.RawSyscall6(unix.SYS_CLONE, flags|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	r, e := sys6(unix.SYS_CLONE, flags|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
 	if e != 0 || r != 0 {
 		return r, e
 	}
@@ -441,7 +448,7 @@ func sandboxPID1(p *program, x *oneShotExec) {
 		report(p, x, recSetup, -1, e)
 	}
 	for {
-		r, _, e := syscall.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&x.rec.Status)), 0, uintptr(unsafe.Pointer(&x.rec.Rusage)), 0, 0)
+		r, e := sys6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&x.rec.Status)), 0, uintptr(unsafe.Pointer(&x.rec.Rusage)), 0, 0)
 		if e == unix.EINTR {
 			continue
 		}
@@ -449,11 +456,11 @@ func sandboxPID1(p *program, x *oneShotExec) {
 			break
 		}
 	}
-	syscall.RawSyscall6(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0, 0, 0, 0)
+	sys6(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0, 0, 0, 0)
 	// Its copies of the command's streams: the host sees end-of-file
 	// once the killed processes are gone, without waiting for this exit.
 	for fd := uintptr(0); fd < 3; fd++ {
-		syscall.RawSyscall6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+		sys6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
 	}
 	report(p, x, recEnded, 0, 0)
 }
@@ -464,7 +471,7 @@ func sandboxPID1(p *program, x *oneShotExec) {
 //go:norace
 func oomWrite(p *program, x *oneShotExec, v []byte) {
 	if len(x.oomHigh) > 0 && len(v) > 0 {
-		syscall.RawSyscall6(unix.SYS_PWRITE64, p.slots[x.oomSlot], uintptr(unsafe.Pointer(&v[0])), uintptr(len(v)), 0, 0, 0)
+		sys6(unix.SYS_PWRITE64, p.slots[x.oomSlot], uintptr(unsafe.Pointer(&v[0])), uintptr(len(v)), 0, 0, 0)
 	}
 }
 
@@ -474,13 +481,13 @@ func oomWrite(p *program, x *oneShotExec, v []byte) {
 //go:norace
 func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
 	x.rec.Kind, x.rec.Op, x.rec.Errno = kind, op, int64(errno)
-	syscall.RawSyscall6(unix.SYS_WRITE, p.slots[x.status], uintptr(unsafe.Pointer(&x.rec)), unsafe.Sizeof(x.rec), 0, 0, 0)
+	sys6(unix.SYS_WRITE, p.slots[x.status], uintptr(unsafe.Pointer(&x.rec)), unsafe.Sizeof(x.rec), 0, 0, 0)
 	code := uintptr(0)
 	if kind != recEnded {
 		code = 1
 	}
 	for {
-		syscall.RawSyscall6(unix.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
+		sys6(unix.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
 	}
 }
 
@@ -497,59 +504,101 @@ func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
 func startCommand(x *oneShotExec) (what []byte, e syscall.Errno, code uintptr) {
 	for sig := uintptr(1); sig <= 64; sig++ {
 		if sig != uintptr(unix.SIGKILL) && sig != uintptr(unix.SIGSTOP) {
-			syscall.RawSyscall6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&x.dfl)), 0, 8, 0, 0)
+			sys6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&x.dfl)), 0, 8, 0, 0)
 		}
 	}
-	syscall.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&x.empty)), 0, 8, 0, 0)
-	if x.group >= 0 {
-		// Into the commands' group before anything runs; never outside.
-		if _, _, e := syscall.RawSyscall6(unix.SYS_WRITE, uintptr(x.group), uintptr(unsafe.Pointer(&zero[0])), 1, 0, 0, 0); e != 0 {
-			return groupFailed, e, 126
-		}
-	}
-	if x.setsid {
-		if _, _, e := syscall.RawSyscall6(unix.SYS_SETSID, 0, 0, 0, 0, 0, 0); e != 0 {
-			return setsidFailed, e, 126
-		}
-	}
+	sys6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&x.empty)), 0, 8, 0, 0)
+	// The streams first (this runs nothing of the command's): whatever
+	// fails after says why on the command's own stderr.
 	for i := uintptr(0); i < 3; i++ {
 		if fd := x.stdio[i]; fd >= 0 {
-			if _, _, e := syscall.RawSyscall6(unix.SYS_DUP3, uintptr(fd), i, 0, 0, 0, 0); e != 0 {
+			if _, e := sys6(unix.SYS_DUP3, uintptr(fd), i, 0, 0, 0, 0); e != 0 {
 				return streamsFailed, e, 126
 			}
 		}
 	}
+	if x.group >= 0 {
+		// Into the commands' group before anything runs; never outside.
+		if _, e := sys6(unix.SYS_WRITE, uintptr(x.group), uintptr(unsafe.Pointer(&zero[0])), 1, 0, 0, 0); e != 0 {
+			return groupFailed, e, 126
+		}
+	}
+	if x.count >= 0 && x.maxProcs > 0 {
+		// A move into a group is not held to its limit: see that this one
+		// did not take the group over it.
+		n, e := sys6(unix.SYS_PREAD64, uintptr(x.count), uintptr(unsafe.Pointer(&x.buf[0])), uintptr(len(x.buf)), 0, 0, 0)
+		if e != 0 {
+			return countFailed, e, 126
+		}
+		if decimal(&x.buf, n) > x.maxProcs {
+			return x.full, unix.EAGAIN, 126
+		}
+	}
 	if x.stdio[0] >= 0 {
-		// The streams' sources and anything else still open: a
-		// descriptor someone forgot to mark close-on-exec is not the
-		// command's.
-		if _, _, e := syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 3, ^uintptr(0)>>32, 0, 0, 0, 0); e != 0 {
+		// The streams' sources, the group's files and anything else
+		// still open: a descriptor someone forgot to mark close-on-exec
+		// is not the command's.
+		if _, e := sys6(unix.SYS_CLOSE_RANGE, 3, ^uintptr(0)>>32, 0, 0, 0, 0); e != 0 {
 			return closeFailed, e, 126
 		}
 	}
+	if x.setsid {
+		if _, e := sys6(unix.SYS_SETSID, 0, 0, 0, 0, 0, 0); e != 0 {
+			return setsidFailed, e, 126
+		}
+	}
 	if x.dir != 0 {
-		if _, _, e := syscall.RawSyscall6(unix.SYS_CHDIR, x.dir, 0, 0, 0, 0, 0); e != 0 {
+		if _, e := sys6(unix.SYS_CHDIR, x.dir, 0, 0, 0, 0, 0); e != 0 {
 			return dirFailed, e, 126
 		}
 	}
 	if x.dataLimit.Max > 0 {
 		// EPERM: the hard limit in force is lower than asked (raising it
 		// takes a capability), which binds the command more, not less.
-		if _, _, e := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&x.dataLimit)), 0, 0, 0); e != 0 && e != unix.EPERM {
+		if _, e := sys6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&x.dataLimit)), 0, 0, 0); e != 0 && e != unix.EPERM {
 			return limitFailed, e, 126
 		}
 	}
 	first := uintptr(0)
-	for i := 0; i < len(x.paths); i++ {
-		_, _, e := syscall.RawSyscall6(unix.SYS_EXECVE, x.paths[i], uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envp[0])), 0, 0, 0)
+	// (SliceData and range: no bounds check, whose panic path is deeper
+	// than this stack allows.)
+	argv, envp := uintptr(unsafe.Pointer(unsafe.SliceData(x.argv))), uintptr(unsafe.Pointer(unsafe.SliceData(x.envp)))
+	for _, path := range x.paths {
+		_, e := sys6(unix.SYS_EXECVE, path, argv, envp, 0, 0, 0)
 		if first == 0 && e != unix.ENOENT && e != unix.ENOTDIR {
 			first = uintptr(e)
 		}
 	}
 	if first == 0 {
+		// Every candidate said ENOENT: none exists, or one does and its
+		// #! interpreter or ELF loader is what is missing.
+		for _, path := range x.paths {
+			if _, e := sys6(unix.SYS_FACCESSAT, cwd, path, unix.F_OK, 0, 0, 0); e == 0 {
+				return noInterpreter, unix.ENOENT, 127
+			}
+		}
 		return notFound, 0, 127
 	}
 	return nil, syscall.Errno(first), 126
+}
+
+// decimal is the unsigned number at the start of buf[:n] (digits only);
+// a value too long for buf's 24 bytes reads as more than any limit.
+//
+//go:nosplit
+//go:norace
+func decimal(buf *[24]byte, n uintptr) uint64 {
+	v := uint64(0)
+	for i, c := range buf { // (range: no bounds check, see execve's below)
+		if uintptr(i) >= n || c < '0' || c > '9' {
+			return v
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	if n >= uintptr(len(buf)) {
+		return ^uint64(0)
+	}
+	return v
 }
 
 // childExit writes "hutch: ARGV0: " what, the text of errno e (none for
@@ -571,9 +620,9 @@ func childExit(x *oneShotExec, what []byte, e syscall.Errno, code uintptr) {
 		{Base: unsafe.SliceData(text), Len: uint64(len(text))},
 		{Base: &newline[0], Len: 1},
 	}
-	syscall.RawSyscall6(unix.SYS_WRITEV, 2, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)), 0, 0, 0)
+	sys6(unix.SYS_WRITEV, 2, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)), 0, 0, 0)
 	for {
-		syscall.RawSyscall6(unix.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
+		sys6(unix.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
 	}
 }
 
@@ -582,6 +631,8 @@ var (
 	zero          = [1]byte{'0'} // written to a cgroup's procs or thread file: the writer
 	notFound      = []byte("command not found")
 	groupFailed   = []byte("cannot join the commands' cgroup: ")
+	countFailed   = []byte("cannot read the commands' process count: ")
+	noInterpreter = []byte("its interpreter or loader is missing: ")
 	closeFailed   = []byte("cannot close inherited descriptors: ")
 	setsidFailed  = []byte("cannot start a session: ")
 	streamsFailed = []byte("cannot set up its standard streams: ")

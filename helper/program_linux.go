@@ -104,7 +104,7 @@ func (p *program) run() (int, uintptr) {
 		if o.patch != nil {
 			*o.patch = int32(p.slots[o.patchFrom])
 		}
-		r, _, e := syscall.RawSyscall6(o.nr, a[0], a[1], a[2], a[3], a[4], a[5])
+		r, e := sys6(o.nr, a[0], a[1], a[2], a[3], a[4], a[5])
 		if e != 0 {
 			if e < 64 && o.okErrs&(1<<uint(e)) != 0 {
 				i += int(o.skip)

@@ -16,9 +16,10 @@ import (
 // other descriptor (every other one this process holds is close-on-exec).
 // Its child does all the rest with raw system calls before execve (see
 // startCommand): it joins the commands' group (Job.CmdGroup, through
-// CmdGroupFD), starts a session of its own when setsid is set, enters
-// the job's directory and takes the memory rlimit when no cgroup bounds
-// memory. So the command never runs an instruction outside its group or
+// CmdGroupFD) and does not run when the group's count (CountFD) is then
+// over the policy's process limit, starts a session of its own when
+// setsid is set, enters the job's directory and takes the memory rlimit
+// when no cgroup bounds memory. So the command never runs an instruction outside its group or
 // above its limit, and this process's threads never count against the
 // group (Go's ForkExec could do none of this before execve: the forking
 // thread had to visit the group, and the rlimit came just after the
@@ -46,6 +47,10 @@ func spawn(job Job, prog string, setsid bool, files [3]*os.File) (pid int, err e
 	}
 	if job.CmdGroup {
 		x.group = CmdGroupFD
+		if n := job.Policy.Limits.Processes; n > 0 {
+			x.count, x.maxProcs = CountFD, uint64(n)
+			x.full = []byte(fmt.Sprintf("the policy's %d processes are all running: ", n))
+		}
 	}
 	x.setsid = setsid
 	// The streams go to descriptors above 2 first, from which the child

@@ -3,8 +3,6 @@
 package helper
 
 import (
-	"syscall"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -14,7 +12,7 @@ import (
 //go:nosplit
 //go:norace
 func spawnCommand(x *oneShotExec) (uintptr, uintptr) {
-	pid, _, e := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	pid, e := sys6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
 	if e == 0 && pid == 0 {
 		// Only a failure returns; saying so is the last thing the
 		// child does, here rather than below startCommand's frame.

@@ -207,7 +207,10 @@ func (cg *cgroup) commandFiles() (helper.CommandGroup, error) {
 	if cg.v2 {
 		threads = "cgroup.threads"
 	}
-	if g.Threads, err = open(filepath.Join(cmd, threads), os.O_WRONLY); err != nil {
+	if g.Threads, err = open(filepath.Join(cmd, threads), os.O_WRONLY); err == nil {
+		g.Count, err = open(filepath.Join(cmd, "pids.current"), os.O_RDONLY)
+	}
+	if err != nil {
 		g.Close()
 		return helper.CommandGroup{}, err
 	}

@@ -292,7 +292,7 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	if netSandbox != nil {
 		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD
 	}
-	c.ExtraFiles = group.ExtraFiles(c.ExtraFiles) // helper.CmdGroupFD
+	c.ExtraFiles = group.ExtraFiles(c.ExtraFiles) // helper.CmdGroupFD, CountFD
 	c.SysProcAttr = namespaces(pol.Network == policy.NetworkAll, job.HostUID, job.HostGID)
 	fail := func(err error) (*Sandbox, error) {
 		if c.Process != nil {

@@ -93,3 +93,39 @@ func TestProcessLimitIsTheCommands(t *testing.T) {
 		})
 	}
 }
+
+// A session's command does not start while its running commands fill the
+// process limit: it joins the group by a move, which the kernel does not
+// hold to the limit, so it checks the count itself. It says why on its
+// own stderr and exits 126; once the others end, commands run again.
+func TestNoCommandStartsInAFullGroup(t *testing.T) {
+	e := newEnv(t)
+	sb, err := isolated.New(bg, e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 4}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	full := filepath.Join(e.work, "full")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// sh and three sleeps: all 4 (the file is made without a fork).
+		_, _ = sb.Exec(bg, sandbox.Command{Shell: "sleep 3 & sleep 3 & sleep 3 & : > " + full + "; wait", Timeout: 20 * time.Second})
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(full); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command filling the group did not start in 10 s")
+		}
+	}
+	r, err := sb.Exec(bg, sandbox.Command{Args: []string{"echo", "ran"}, Timeout: 10 * time.Second})
+	if err != nil || r.ExitCode != 126 || len(r.Stdout) != 0 || !strings.Contains(string(r.Stderr), "the policy's 4 processes are all running") {
+		t.Errorf("a command beside 4 of 4: exit %d, stdout %q, stderr %q, %v; want 126 and the reason", r.ExitCode, r.Stdout, r.Stderr, err)
+	}
+	<-done
+	if r, err := sb.Exec(bg, sandbox.Command{Args: []string{"echo", "ran"}, Timeout: 10 * time.Second}); err != nil || string(r.Stdout) != "ran\n" {
+		t.Errorf("after the others ended: %q %q %v", r.Stdout, r.Stderr, err)
+	}
+}
