@@ -88,11 +88,26 @@ type SearXNG struct {
 	// BaseURL is the instance's address, such as "https://searx.example.org"
 	// or "http://127.0.0.1:8888/searxng".
 	BaseURL string
-	// Client makes the request; nil means a client with a 10 s timeout.
+	// Client makes the request; nil means a client with a 10 s timeout
+	// that follows redirects within the instance's host only.
 	Client *http.Client
 }
 
-var searchDefaultClient = &http.Client{Timeout: 10 * time.Second}
+// searchDefaultClient follows redirects only within the instance's own
+// host: the query (what the agent searches for) goes nowhere else.
+var searchDefaultClient = &http.Client{Timeout: 10 * time.Second, CheckRedirect: sameHostRedirect}
+
+// sameHostRedirect refuses a redirect to another host (or port) than the
+// first request's, and more than 5 in a row.
+func sameHostRedirect(req *http.Request, via []*http.Request) error {
+	switch {
+	case len(via) >= 5:
+		return errors.New("stopped after 5 redirects")
+	case !strings.EqualFold(req.URL.Host, via[0].URL.Host):
+		return fmt.Errorf("redirected to another host (%s): refused, the query goes to the configured instance only", req.URL.Redacted())
+	}
+	return nil
+}
 
 // Search implements SearchBackend.
 func (s SearXNG) Search(ctx context.Context, query string) ([]SearchResult, error) {

@@ -167,6 +167,34 @@ func TestSearXNGErrors(t *testing.T) {
 	}
 }
 
+// The instance may redirect within itself; the query never follows a
+// redirect to another host.
+func TestSearXNGRedirects(t *testing.T) {
+	other := newSearxngServer(t, 200, `{"results":[{"title":"elsewhere","url":"https://x.example/","content":""}]}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away/search":
+			http.Redirect(w, r, other.URL+"/search?"+r.URL.RawQuery, http.StatusFound)
+		case "/moved/search":
+			http.Redirect(w, r, "/search?"+r.URL.RawQuery, http.StatusMovedPermanently)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"results":[{"title":"here","url":"https://h.example/","content":""}]}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	rs, err := tool.Search(t.Context(), tool.SearXNG{BaseURL: srv.URL + "/moved"}, "secret plans")
+	if err != nil || len(rs) != 1 || rs[0].Title != "here" {
+		t.Errorf("a redirect within the instance: %+v %v", rs, err)
+	}
+	_, err = tool.Search(t.Context(), tool.SearXNG{BaseURL: srv.URL + "/away"}, "secret plans")
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "another host") || len(other.qs) != 0 {
+		t.Errorf("a redirect to another host: %v, queries there %q; want it refused before any", err, other.qs)
+	}
+}
+
 func TestSearXNGUnreachable(t *testing.T) {
 	srv := newSearxngServer(t, 200, `{}`)
 	base := srv.URL
