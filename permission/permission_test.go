@@ -1,7 +1,6 @@
 package permission_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -344,20 +343,7 @@ func TestAuditLog(t *testing.T) {
 	}
 	_, _ = ap.Check(bg, req(permission.Shell, "rm -rf /"))
 
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var entries []permission.AuditEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var e permission.AuditEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		entries = append(entries, e)
-	}
+	entries := readAudit(t, path)
 	want := []struct {
 		cap             permission.Capability
 		mode            permission.Mode

@@ -12,8 +12,12 @@ import (
 	"github.com/hutchsandbox/hutch/permission"
 )
 
-func TestApprovalsCLI(t *testing.T) {
-	store := filepath.Join(t.TempDir(), "a.db")
+// approveModeStore makes an approval store in dir and returns its path,
+// the store, and ask, which has an approve-mode gate on it file a pending
+// shell request and returns its id.
+func approveModeStore(t *testing.T, dir string) (string, *permission.Store, func(detail string) string) {
+	t.Helper()
+	store := filepath.Join(dir, "a.db")
 	st, err := permission.OpenStore(store)
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +26,7 @@ func TestApprovalsCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := func(detail string) string {
+	return store, st, func(detail string) string {
 		_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: detail, Tool: "shell", Args: json.RawMessage(`{"command":"` + detail + `"}`)})
 		var ar *permission.ApprovalRequiredError
 		if !errors.As(err, &ar) {
@@ -30,6 +34,10 @@ func TestApprovalsCLI(t *testing.T) {
 		}
 		return ar.ID
 	}
+}
+
+func TestApprovalsCLI(t *testing.T) {
+	store, _, ask := approveModeStore(t, t.TempDir())
 	id1, id2 := ask("make deploy"), ask("rm -rf build")
 
 	code, out, _ := hutch(t, "", "approvals", "list", "--store", store, "--json")
@@ -85,23 +93,7 @@ func TestApprovalsCLI(t *testing.T) {
 // a log that cannot be used stops the decision before it is made.
 func TestApprovalsAudit(t *testing.T) {
 	dir := t.TempDir()
-	store := filepath.Join(dir, "a.db")
-	st, err := permission.OpenStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ask := func(detail string) string {
-		_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: detail, Tool: "shell", Args: json.RawMessage(`{"command":"` + detail + `"}`)})
-		var ar *permission.ApprovalRequiredError
-		if !errors.As(err, &ar) {
-			t.Fatalf("want approval required: %v", err)
-		}
-		return ar.ID
-	}
+	store, st, ask := approveModeStore(t, dir)
 	id1, id2, id3 := ask("make deploy"), ask("rm -rf build"), ask("curl x")
 
 	shared := filepath.Join(dir, "shared.jsonl")

@@ -70,14 +70,7 @@ func TestProcessLimitIsTheCommands(t *testing.T) {
 				_, _ = sb.Exec(bg, sandbox.Command{Shell: "touch " + holding + "; exec sleep 5", Timeout: 20 * time.Second})
 			}()
 			// Counting starts once the sleep is sure to run.
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				if _, err := os.Stat(holding); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the command beside did not start in 10 s")
-				}
-			}
+			waitForFile(t, holding, "the command beside")
 			r, err := sb.Exec(bg, sandbox.Command{Shell: countProcesses, Timeout: 20 * time.Second})
 			count(t, r, err, n-1)
 			wg.Wait()
@@ -112,14 +105,7 @@ func TestNoCommandStartsInAFullGroup(t *testing.T) {
 		// sh and three sleeps: all 4 (the file is made without a fork).
 		_, _ = sb.Exec(bg, sandbox.Command{Shell: "sleep 3 & sleep 3 & sleep 3 & : > " + full + "; wait", Timeout: 20 * time.Second})
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(full); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command filling the group did not start in 10 s")
-		}
-	}
+	waitForFile(t, full, "the command filling the group")
 	r, err := sb.Exec(bg, sandbox.Command{Args: []string{"echo", "ran"}, Timeout: 10 * time.Second})
 	if err != nil || r.ExitCode != 126 || len(r.Stdout) != 0 || !strings.Contains(string(r.Stderr), "the policy's 4 processes are all running") {
 		t.Errorf("a command beside 4 of 4: exit %d, stdout %q, stderr %q, %v; want 126 and the reason", r.ExitCode, r.Stdout, r.Stderr, err)
@@ -127,5 +113,19 @@ func TestNoCommandStartsInAFullGroup(t *testing.T) {
 	<-done
 	if r, err := sb.Exec(bg, sandbox.Command{Args: []string{"echo", "ran"}, Timeout: 10 * time.Second}); err != nil || string(r.Stdout) != "ran\n" {
 		t.Errorf("after the others ended: %q %q %v", r.Stdout, r.Stderr, err)
+	}
+}
+
+// waitForFile waits up to 10 s for path, which command (what) makes once
+// it runs.
+func waitForFile(t *testing.T, path, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start in 10 s", what)
+		}
 	}
 }
