@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -356,5 +357,35 @@ func TestIsolatedTier(t *testing.T) {
 	res, text = callTool(t, cs, "write_file", map[string]any{"path": "/usr/x", "content": "x"})
 	if !res.IsError {
 		t.Errorf("write outside the policy: %s", text)
+	}
+}
+
+// decision_ttl reaches the store: an approval given, then left longer
+// than the TTL, covers nothing; the call asks anew (a real MCP client).
+func TestDecisionTTLSetting(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(t.TempDir(), "approvals.db")
+	s := mcpserver.Settings{Tier: "local", Root: dir, Mode: "approve", Store: store, DecisionTTL: "100ms"}
+	args := map[string]any{"path": "deploy.txt", "content": "v2"}
+	cs := connect(t, s, nil)
+	_, text := callTool(t, cs, "write_file", args)
+	m := idRE.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("approval-required result: %q", text)
+	}
+	st, err := permission.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Decide(bg, m[1], true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	res, text := callTool(t, cs, "write_file", args)
+	if !res.IsError || !idRE.MatchString(text) || strings.Contains(text, m[1]) {
+		t.Errorf("a call 300 ms after an approval with a 100 ms TTL: %v %q; want a new request", res.IsError, text)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "deploy.txt")); err == nil {
+		t.Error("the expired approval let the write through")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/policy"
@@ -25,8 +26,11 @@ type Settings struct {
 	FetchAllow []string `yaml:"fetch_allow"`
 	SearchURL  string   `yaml:"search_url"`
 	Store      string   `yaml:"store"`
-	Audit      string   `yaml:"audit"`
-	HTTP       string   `yaml:"http"`
+	// DecisionTTL is how long a person's decision covers its call
+	// ("24h", the default when empty; "0": no expiry).
+	DecisionTTL string `yaml:"decision_ttl"`
+	Audit       string `yaml:"audit"`
+	HTTP        string `yaml:"http"`
 	// HTTPTokenFile holds the bearer token HTTP clients must send (a new
 	// one is written there when the file is missing); see HTTPToken.
 	HTTPTokenFile string `yaml:"http_token_file"`
@@ -118,6 +122,18 @@ func Open(ctx context.Context, s Settings) (cfg Config, close func(), err error)
 			return cfg, close, err
 		}
 		cfg.StorePath = s.Store
+	}
+	if s.DecisionTTL != "" {
+		if gcfg.Store == nil {
+			return cfg, close, fmt.Errorf("%w: decision_ttl applies to an approval store (--store FILE)", sandbox.ErrConfig)
+		}
+		d, err := time.ParseDuration(s.DecisionTTL)
+		if err != nil {
+			return cfg, close, fmt.Errorf("%w: decision TTL %q is not a duration (write 24h, 30m, or 0 for no expiry)", sandbox.ErrConfig, s.DecisionTTL)
+		}
+		if err := gcfg.Store.SetDecisionTTL(d); err != nil {
+			return cfg, close, err
+		}
 	}
 	if s.Audit != "" {
 		if gcfg.Audit, err = permission.OpenAudit(s.Audit); err != nil {

@@ -3,12 +3,15 @@ package permission_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 func readAudit(t *testing.T, path string) []permission.AuditEntry {
@@ -113,5 +116,55 @@ func TestRecordDecidedRefusesAnUndecidedRequest(t *testing.T) {
 		if err := audit.RecordDecided(permission.Approval{ID: "abc", Status: st}); err == nil || !strings.Contains(err.Error(), "not a decision") {
 			t.Errorf("status %q: %v, want an error", st, err)
 		}
+	}
+}
+
+// A decision covers its call for the store's decision TTL: after that the
+// identical call is a new pending request, and the old one reads expired.
+// 0 turns expiry off; a negative TTL is a configuration error.
+func TestDecisionsExpire(t *testing.T) {
+	cases := []struct {
+		name    string
+		ttl     time.Duration
+		approve bool
+		expires bool
+	}{
+		{"approval within its TTL", time.Hour, true, false},
+		{"approval past its TTL", 50 * time.Millisecond, true, true},
+		{"denial past its TTL", 50 * time.Millisecond, false, true},
+		{"no expiry", 0, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			store := newStore(t)
+			if err := store.SetDecisionTTL(c.ttl); err != nil {
+				t.Fatal(err)
+			}
+			g := gate(t, permission.Config{Mode: permission.Approve, Store: store})
+			r := req(permission.Shell, "make deploy")
+			_, err := g.Check(bg, r)
+			id := pendingID(t, permission.Decision{}, err)
+			if _, err := store.Decide(bg, id, c.approve); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			d, err := g.Check(bg, r)
+			old, gerr := store.Get(bg, id)
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if !c.expires {
+				if err != nil || d.Allowed != c.approve || d.ApprovalID != id {
+					t.Errorf("within its TTL: %+v %v", d, err)
+				}
+				return
+			}
+			if next := pendingID(t, d, err); next == id || old.Status != permission.StatusExpired {
+				t.Errorf("past its TTL: new request %s (old %s), old status %s; want a new request and expired", next, id, old.Status)
+			}
+		})
+	}
+	if err := newStore(t).SetDecisionTTL(-time.Second); !errors.Is(err, sandbox.ErrConfig) {
+		t.Errorf("a negative TTL: %v, want ErrConfig", err)
 	}
 }

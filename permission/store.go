@@ -28,13 +28,20 @@ type Status string
 // The statuses. A request is pending until a human decides it; an approved
 // or denied request is "open" until the matching call claims it, and then
 // it is used (approved) or closed (denied): each decision covers one call.
+// A decision no call claimed within the store's decision TTL is expired:
+// the next identical call is a new pending request.
 const (
 	StatusPending  Status = "pending"
 	StatusApproved Status = "approved"
 	StatusDenied   Status = "denied"
 	StatusUsed     Status = "used"
 	StatusClosed   Status = "closed"
+	StatusExpired  Status = "expired"
 )
+
+// DefaultDecisionTTL is how long a decision waits for its call: a "yes"
+// given for a call made now does not cover the same call a week later.
+const DefaultDecisionTTL = 24 * time.Hour
 
 // Approval is one stored request.
 type Approval struct {
@@ -78,6 +85,19 @@ var (
 // restart loses nothing. It is safe for concurrent use.
 type Store struct {
 	path string
+	ttl  time.Duration // 0: decisions never expire
+}
+
+// SetDecisionTTL sets how long after it is made a decision covers its
+// call (DefaultDecisionTTL unless set); 0 means decisions never expire.
+// Set it before the store is shared: it is not safe to call concurrently
+// with Claim. Errors match sandbox.ErrConfig.
+func (s *Store) SetDecisionTTL(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: decision TTL %v is negative: give a duration, or 0 for decisions that never expire", sandbox.ErrConfig, d)
+	}
+	s.ttl = d
+	return nil
 }
 
 // lockWait bounds how long an operation waits for another process's
@@ -97,7 +117,7 @@ func OpenStore(path string) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{path: path}
+	s := &Store{path: path, ttl: DefaultDecisionTTL}
 	err := s.update(context.Background(), func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketByID, bucketOpen} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -217,19 +237,27 @@ func (s *Store) claim(ctx context.Context, req Request) (Approval, error) {
 				return err
 			}
 			found = a
-			switch a.Status {
-			case StatusApproved:
-				a.Status = StatusUsed
-			case StatusDenied:
-				a.Status = StatusClosed
-			default:
+			expired := s.ttl > 0 && a.DecidedAt != nil && now.Sub(*a.DecidedAt) > s.ttl
+			switch {
+			case a.Status != StatusApproved && a.Status != StatusDenied:
 				return nil // still pending
+			case expired:
+				a.Status = StatusExpired
+			case a.Status == StatusApproved:
+				a.Status = StatusUsed
+			default:
+				a.Status = StatusClosed
 			}
-			a.ClaimedAt = &now
+			if !expired {
+				a.ClaimedAt = &now
+			}
 			if err := putApproval(byID, a); err != nil {
 				return err
 			}
-			return open.Delete([]byte(key))
+			if err := open.Delete([]byte(key)); err != nil || !expired {
+				return err
+			}
+			// An expired decision covers nothing: the call asks anew.
 		}
 		if open.Stats().KeyN >= MaxOpen && pendingCount(byID, open) >= MaxOpen {
 			return ErrTooManyOpen

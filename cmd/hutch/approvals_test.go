@@ -148,6 +148,9 @@ func TestMCPBadSettings(t *testing.T) {
 	}{
 		{[]string{"mcp", "--mode", "yolo"}, "unknown permission mode"},
 		{[]string{"mcp", "--mode", "approve"}, "--store"},
+		{[]string{"mcp", "--decision-ttl", "1h"}, "applies to an approval store"},
+		{[]string{"mcp", "--mode", "approve", "--store", filepath.Join(dir, "a.db"), "--decision-ttl", "soon"}, "not a duration"},
+		{[]string{"mcp", "--mode", "approve", "--store", filepath.Join(dir, "a.db"), "--decision-ttl", "-1h"}, "is negative"},
 		{[]string{"mcp", "--allow", "teleport"}, "unknown capability"},
 		{[]string{"mcp", "--config", cfg}, "modee"},
 		{[]string{"mcp", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},

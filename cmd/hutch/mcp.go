@@ -28,7 +28,7 @@ web_search) to an MCP client. Which tools are listed depends on the tier and the
 permission mode: a tool the agent could never use is not offered.
 
 Settings come from flags, or from a YAML file (--config) with the same keys
-(tier, root, mode, allow, fetch_allow, search_url, store, audit, http,
+(tier, root, mode, allow, fetch_allow, search_url, store, decision_ttl, audit, http,
 http_token_file, http_no_auth, policy, image, runtime); flags given on the
 command line win.
 
@@ -83,6 +83,7 @@ missing), or made fresh and printed on stderr.`,
 	f.StringSliceVar(&s.FetchAllow, "fetch-allow", nil, "hosts fetch may reach (comma-separated: host[:port], *.example.com for subdomains, an IP or CIDR range; a name resolving to a private address also needs that address listed)")
 	f.StringVar(&s.SearchURL, "search-url", "", "SearXNG instance for web_search (its JSON API)")
 	f.StringVar(&s.Store, "store", "", "approval store file (required in approve mode)")
+	f.StringVar(&s.DecisionTTL, "decision-ttl", "", "how long a person's approve or deny covers its call in approve mode (default 24h; 0: no expiry)")
 	f.StringVar(&s.Audit, "audit", "", "append every permission decision to this file as JSON lines")
 	f.StringVar(&s.HTTP, "http", "", "serve the streamable HTTP transport on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	f.StringVar(&s.HTTPTokenFile, "http-token-file", "", "with --http: the bearer token clients must send (a missing file gets a new token, mode 0600); default: a fresh token printed on stderr")
@@ -105,6 +106,7 @@ func overlay(file, flags mcpserver.Settings, set *pflag.FlagSet) mcpserver.Setti
 	pick("mode", &file.Mode, flags.Mode)
 	pick("search-url", &file.SearchURL, flags.SearchURL)
 	pick("store", &file.Store, flags.Store)
+	pick("decision-ttl", &file.DecisionTTL, flags.DecisionTTL)
 	pick("audit", &file.Audit, flags.Audit)
 	pick("http", &file.HTTP, flags.HTTP)
 	pick("http-token-file", &file.HTTPTokenFile, flags.HTTPTokenFile)
