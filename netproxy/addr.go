@@ -123,7 +123,8 @@ func embeddedV4(a netip.Addr) (v4 netip.Addr, form string, ok bool) {
 	b := a.As16()
 	f := v6Forms()
 	switch {
-	case f.ipv4Compatible.Contains(a):
+	case f.ipv4Compatible.Contains(a) && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback():
+		// (:: and ::1 are not forms of 0.0.0.0 and 0.0.0.1: RFC 4291.)
 		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
 	case f.nat64.Contains(a):
 		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true

@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -134,10 +135,10 @@ type Request struct {
 // escapes. A carriage return, a terminal escape, a line flood or a
 // right-to-left override in an agent's text then cannot hide part of it.
 func Printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) < 0 {
 		return s
 	}
-	return strconv.Quote(s)
+	return strconv.Quote(s) // a byte that is no UTF-8 too (0x9b: a terminal's CSI)
 }
 
 func (r Request) describe() string {

@@ -21,8 +21,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -404,20 +402,20 @@ func (p Policy) Summary() string {
 }
 
 // ShowPath is path as the summary and error messages show it: as it is
-// when it holds only characters that cannot end a sentence or hide text
-// (letters, digits and / . _ - + @ = , :, with no ". "), else quoted with
-// Go's escapes. A path cannot then forge a sentence ("/w. Has full
-// network access") or carry a line break, a terminal escape or a bidi
-// override to the person or model reading it.
+// when it holds only ASCII letters, digits and / . _ - + @ = , : (and no
+// ". "), else quoted with Go's escapes, non-ASCII included. A path cannot
+// then forge a sentence ("/w. Has full network access", or the same with
+// letters that look like a dot and fillers that look like spaces) or
+// carry a line break, a terminal escape or a bidi override to the person
+// or model reading it.
 func ShowPath(path string) string {
-	plain := !strings.Contains(path, ". ") && strings.IndexFunc(path, func(r rune) bool {
-		return !(r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+@=,:", r)) ||
-			r >= utf8.RuneSelf && unicode.IsLetter(r))
+	plain := path != "" && !strings.Contains(path, ". ") && strings.IndexFunc(path, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+@=,:", r))
 	}) < 0
-	if plain && path != "" {
+	if plain {
 		return path
 	}
-	return strconv.Quote(path)
+	return strconv.QuoteToASCII(path)
 }
 
 // showPaths joins paths as showPath shows each.

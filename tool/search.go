@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -97,16 +98,27 @@ type SearXNG struct {
 // host: the query (what the agent searches for) goes nowhere else.
 var searchDefaultClient = &http.Client{Timeout: 10 * time.Second, CheckRedirect: sameHostRedirect}
 
-// sameHostRedirect refuses a redirect to another host (or port) than the
-// first request's, and more than 5 in a row.
+// sameHostRedirect refuses a redirect to another scheme, host or port
+// than the first request's (https://h to http://h would send the query
+// in clear), and more than 5 in a row.
 func sameHostRedirect(req *http.Request, via []*http.Request) error {
 	switch {
 	case len(via) >= 5:
 		return errors.New("stopped after 5 redirects")
-	case !strings.EqualFold(req.URL.Host, via[0].URL.Host):
+	case origin(req.URL) != origin(via[0].URL):
 		return fmt.Errorf("redirected to another host (%s): refused, the query goes to the configured instance only", req.URL.Redacted())
 	}
 	return nil
+}
+
+// origin is u's scheme, host name and port (the scheme's default when
+// none is written), lower case.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port))
 }
 
 // Search implements SearchBackend.

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -78,17 +79,23 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // \u202e), so echoed input cannot rewrite what the person reads.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if strings.IndexFunc(s, notPrintable) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, notPrintable) < 0 {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if !notPrintable(r) {
-			b.WriteRune(r)
-			continue
+	for i, w := 0, 0; i < len(s); i += w {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		w = size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			// A byte that is no UTF-8 (0x9b is a terminal's 8-bit CSI).
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case notPrintable(r):
+			q := strconv.QuoteRune(r) // '\x1b'
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
 		}
-		q := strconv.QuoteRune(r) // '\x1b'
-		b.WriteString(q[1 : len(q)-1])
 	}
 	return b.String()
 }
