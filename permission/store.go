@@ -237,7 +237,11 @@ func (s *Store) claim(ctx context.Context, req Request) (Approval, error) {
 				return err
 			}
 			found = a
-			expired := s.ttl > 0 && a.DecidedAt != nil && now.Sub(*a.DecidedAt) > s.ttl
+			decided := a.CreatedAt // a record without its decision time: the request's
+			if a.DecidedAt != nil {
+				decided = *a.DecidedAt
+			}
+			expired := s.ttl > 0 && now.Sub(decided) > s.ttl
 			switch {
 			case a.Status != StatusApproved && a.Status != StatusDenied:
 				return nil // still pending

@@ -318,6 +318,17 @@ func (p *Policy) normalizeNetwork() error {
 			p.Network = NetworkAllow
 		}
 	}
+	// Entries as the proxy reads them (it trims surrounding white space),
+	// so that the summary shows no line break or invisible space of one.
+	for _, list := range []*[]string{&p.Hosts, &p.DenyHosts} {
+		if *list != nil {
+			trimmed := make([]string, len(*list))
+			for i, h := range *list {
+				trimmed[i] = strings.TrimSpace(h)
+			}
+			*list = trimmed
+		}
+	}
 	switch p.Network {
 	case NetworkNone, NetworkAll:
 		if len(p.Hosts) > 0 || len(p.DenyHosts) > 0 {

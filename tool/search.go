@@ -100,13 +100,17 @@ var searchDefaultClient = &http.Client{Timeout: 10 * time.Second, CheckRedirect:
 
 // sameHostRedirect refuses a redirect to another scheme, host or port
 // than the first request's (https://h to http://h would send the query
-// in clear), and more than 5 in a row.
+// in clear), and more than 5 in a row. The one change it follows is
+// http://h to https://h on the default ports: an upgrade.
 func sameHostRedirect(req *http.Request, via []*http.Request) error {
+	from, to := origin(via[0].URL), origin(req.URL)
+	upgrade := strings.HasPrefix(from, "http://") && strings.HasSuffix(from, ":80") &&
+		to == "https://"+strings.TrimSuffix(strings.TrimPrefix(from, "http://"), ":80")+":443"
 	switch {
 	case len(via) >= 5:
 		return errors.New("stopped after 5 redirects")
-	case origin(req.URL) != origin(via[0].URL):
-		return fmt.Errorf("redirected to another host (%s): refused, the query goes to the configured instance only", req.URL.Redacted())
+	case from != to && !upgrade:
+		return fmt.Errorf("redirected to %s, not the configured instance's scheme, host and port: refused, the query goes to that instance only", req.URL.Redacted())
 	}
 	return nil
 }

@@ -27,7 +27,9 @@ func TestSameHostRedirectOrigins(t *testing.T) {
 		{"http://127.0.0.1:8888/search", "http://127.0.0.1:8888/searxng/search", true},
 		{"http://127.0.0.1:8888/search", "http://127.0.0.1:8889/search", false},
 		{"https://searx.example.org/search", "https://evil.example.org/search", false},
-		{"http://searx.example.org/search", "https://searx.example.org/search", false},
+		{"http://searx.example.org/search", "https://searx.example.org/search", true}, // an upgrade
+		{"http://searx.example.org:8080/search", "https://searx.example.org/search", false},
+		{"http://searx.example.org/search", "https://searx.example.org:8443/search", false},
 	} {
 		first, _ := http.NewRequest("GET", c.from, nil)
 		next, _ := http.NewRequest("GET", c.to, nil)

@@ -85,7 +85,7 @@ func newApprovalsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s (%s); it covers the next identical call, once\n", a.Status, a.ID, permission.Printable(string(a.Capability)), permission.Printable(a.Detail))
+				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s (%s); it covers the next identical call, once, within the server's decision TTL (24h unless --decision-ttl)\n", a.Status, a.ID, permission.Printable(string(a.Capability)), permission.Printable(a.Detail))
 				if log != nil {
 					if err := log.RecordDecided(a); err != nil {
 						return fmt.Errorf("%s %s, but writing it to the audit log failed: %w", a.Status, a.ID, err)
