@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,31 +17,25 @@ import (
 // CmdGroupFD) and does not run when the group's count (CountFD) is then
 // over the policy's process limit, starts a session of its own when
 // setsid is set, enters the job's directory and takes the memory rlimit
-// when no cgroup bounds memory. So the command never runs an instruction outside its group or
-// above its limit, and this process's threads never count against the
-// group (Go's ForkExec could do none of this before execve: the forking
-// thread had to visit the group, and the rlimit came just after the
-// start).
+// when no cgroup bounds memory. So the command never runs an instruction
+// outside its group or above its limit, and this process's threads never
+// count against the group (Go's ForkExec could do none of this before
+// execve: the forking thread had to visit the group, and the rlimit came
+// just after the start).
 //
 // A command that cannot start (a step failed, execve refused) exits 126
 // or 127 with the reason on its stderr, as a shell's would; err is for a
 // process that could not be made at all.
-func spawn(job Job, prog string, setsid bool, files [3]*os.File) (pid int, err error) {
-	var keep [][]byte
-	str := func(s string) uintptr {
-		if strings.IndexByte(s, 0) >= 0 && err == nil {
-			err = fmt.Errorf("%q contains a NUL byte", s)
-		}
-		buf := append([]byte(s), 0)
-		keep = append(keep, buf)
-		return uintptr(unsafe.Pointer(&buf[0]))
-	}
-	x := newCommandExec(str, job, []string{prog})
+func spawn(job Job, prog string, setsid bool, files [3]*os.File) (int, error) {
+	// A builder for its strings only (no ops): it keeps them, and refuses
+	// one with a NUL byte.
+	b := &builder{p: &program{}}
+	x := newCommandExec(b.str, job, []string{prog})
 	if job.Dir != "" {
-		x.dir = str(job.Dir)
+		x.dir = b.str(job.Dir)
 	}
-	if err != nil {
-		return 0, err
+	if b.err != nil {
+		return 0, b.err
 	}
 	if job.CmdGroup {
 		x.group = CmdGroupFD
@@ -65,7 +57,7 @@ func spawn(job Job, prog string, setsid bool, files [3]*os.File) (pid int, err e
 		x.stdio[i] = int32(fd)
 	}
 	r, e := spawnBlocked(x)
-	runtime.KeepAlive(keep)
+	runtime.KeepAlive(b.p)
 	runtime.KeepAlive(x)
 	if e != 0 {
 		return 0, fmt.Errorf("starting it: %w", e)

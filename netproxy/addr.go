@@ -77,12 +77,12 @@ var v6Forms = sync.OnceValue(func() (f struct{ ipv4Compatible, nat64, sixToFour,
 // It covers loopback, RFC 1918 and fc00::/7 private, link-local,
 // unspecified, shared (CGNAT, 100.64.0.0/10), the known cloud metadata
 // addresses (169.254.169.254, 169.254.170.2, 100.100.100.200, Azure's
-// WireServer 168.63.129.16, fd00:ec2::254, fd20:ce::254), multicast, broadcast, documentation,
-// benchmarking and reserved blocks, and IPv6 outside 2000::/3. IPv6 forms
-// that embed an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64
-// 64:ff9b::/96, 6to4 2002::/16) are judged by the embedded address. The
-// zero Addr is "an invalid address". It does not know about addresses
-// that are private only by a site's own routing.
+// WireServer 168.63.129.16, fd00:ec2::254, fd20:ce::254), multicast,
+// broadcast, documentation, benchmarking and reserved blocks, and IPv6
+// outside 2000::/3. IPv6 forms that embed an IPv4 address (IPv4-mapped,
+// IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged by the
+// embedded address. The zero Addr is "an invalid address". It does not
+// know about addresses that are private only by a site's own routing.
 func NonPublicReason(a netip.Addr) string {
 	r, _ := classify(a)
 	return r
@@ -96,7 +96,7 @@ func classify(a netip.Addr) (reason string, metadata bool) {
 	}
 	a = a.WithZone("")
 	if a.Is4In6() {
-		return embedded(a.Unmap(), "IPv4-mapped", false)
+		return embedded(a.Unmap(), "IPv4-mapped")
 	}
 	if a.Is4() {
 		return lookupRange(nonPublicV4(), a)
@@ -105,7 +105,7 @@ func classify(a netip.Addr) (reason string, metadata bool) {
 		return r, m
 	}
 	if v4, form, ok := embeddedV4(a); ok {
-		return embedded(v4, form, form == "IPv4-compatible")
+		return embedded(v4, form)
 	}
 	if !v6Forms().globalUnicast.Contains(a) {
 		return "not a global unicast address", false
@@ -143,15 +143,15 @@ func lookupRange(ranges []addrRange, a netip.Addr) (string, bool) {
 	return "", false
 }
 
-// embedded judges an IPv6 address by the IPv4 address v4 it embeds. A
-// deprecated form (IPv4-compatible) is refused even around a public
-// address.
-func embedded(v4 netip.Addr, form string, deprecated bool) (string, bool) {
+// embedded judges an IPv6 address by the IPv4 address v4 it embeds in
+// form (as embeddedV4 names it, or "IPv4-mapped"). The deprecated form,
+// IPv4-compatible, is refused even around a public address.
+func embedded(v4 netip.Addr, form string) (string, bool) {
 	r, m := lookupRange(nonPublicV4(), v4)
 	switch {
 	case r != "":
 		return r + " (" + form + ")", m
-	case deprecated:
+	case form == "IPv4-compatible":
 		return "a deprecated " + form + " address", false
 	}
 	return "", false

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -103,9 +102,8 @@ var searchDefaultClient = &http.Client{Timeout: 10 * time.Second, CheckRedirect:
 // in clear), and more than 5 in a row. The one change it follows is
 // http://h to https://h on the default ports: an upgrade.
 func sameHostRedirect(req *http.Request, via []*http.Request) error {
-	from, to := origin(via[0].URL), origin(req.URL)
-	upgrade := strings.HasPrefix(from, "http://") && strings.HasSuffix(from, ":80") &&
-		to == "https://"+strings.TrimSuffix(strings.TrimPrefix(from, "http://"), ":80")+":443"
+	from, to := originOf(via[0].URL), originOf(req.URL)
+	upgrade := from == origin{"http", from.host, "80"} && to == origin{"https", from.host, "443"}
 	switch {
 	case len(via) >= 5:
 		return errors.New("stopped after 5 redirects")
@@ -115,14 +113,17 @@ func sameHostRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// origin is u's scheme, host name and port (the scheme's default when
-// none is written), lower case.
-func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+// origin is a URL's scheme, host name and port, lower case.
+type origin struct{ scheme, host, port string }
+
+// originOf is u's origin, with the scheme's default port when none is
+// written.
+func originOf(u *url.URL) origin {
+	o := origin{strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()}
+	if o.port == "" {
+		o.port = map[string]string{"http": "80", "https": "443"}[o.scheme]
 	}
-	return strings.ToLower(u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port))
+	return o
 }
 
 // Search implements SearchBackend.
