@@ -168,3 +168,27 @@ func TestSpawnRefusesNUL(t *testing.T) {
 		t.Errorf("argv with a NUL byte: %v, want an error naming it", err)
 	}
 }
+
+// decimal reads a cgroup counter as the child sees it: digits up to the
+// first other byte or the end of what was read; a value that fills the
+// buffer reads as more than any limit (fail closed).
+func TestDecimal(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+	}{
+		{"0\n", 0},
+		{"4\n", 4},
+		{"1024\n", 1024},
+		{"12", 12},
+		{"", 0},
+		{"7x9", 7},
+		{"123456789012345678901234", ^uint64(0)},
+	} {
+		var buf [24]byte
+		n := copy(buf[:], c.in)
+		if got := decimal(&buf, uintptr(n)); got != c.want {
+			t.Errorf("decimal(%q) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
