@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/nofile"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -340,7 +341,10 @@ type oneShotExec struct {
 	// search done by execve itself, inside the sandbox).
 	paths      []uintptr
 	argv, envp []uintptr
-	dataLimit  unix.Rlimit // RLIMIT_DATA when Max > 0
+	// rlimits are set in turn, each when its Max > 0: RLIMIT_DATA (the
+	// memory limit without a cgroup), then RLIMIT_NOFILE (the soft limit
+	// hutch started with, which Go raised for itself: startOpenFiles).
+	rlimits [2]rlimitStep
 	// prefix opens the line written when no candidate could run.
 	prefix  []byte
 	errText [][]byte // errnoText
@@ -377,10 +381,46 @@ func newCommandExec(str func(string) uintptr, job Job, paths []string) *oneShotE
 		x.envp = append(x.envp, str(e))
 	}
 	x.envp = append(x.envp, 0)
+	// EPERM on the memory limit: the hard limit in force is lower than
+	// asked (raising it takes a capability), which binds the command
+	// more, not less. A lower soft open-files limit under the same hard
+	// one is never refused.
+	x.rlimits = [2]rlimitStep{
+		{resource: unix.RLIMIT_DATA, failed: limitFailed, tolerate: unix.EPERM},
+		{resource: unix.RLIMIT_NOFILE, failed: filesFailed},
+	}
 	if l := job.Policy.Limits; l.Memory > 0 && !job.MemoryByCgroup {
-		x.dataLimit = unix.Rlimit{Cur: uint64(l.Memory), Max: uint64(l.Memory)}
+		x.rlimits[0].lim = unix.Rlimit{Cur: uint64(l.Memory), Max: uint64(l.Memory)}
+	}
+	if job.Policy.Limits.OpenFiles == 0 {
+		x.rlimits[1].lim, _ = startOpenFiles()
 	}
 	return x
+}
+
+// rlimitStep is a resource limit a command's child sets on itself.
+type rlimitStep struct {
+	resource uintptr
+	lim      unix.Rlimit // set when Max > 0
+	failed   []byte      // what the child says when it cannot
+	tolerate syscall.Errno
+}
+
+// startOpenFiles is the open-files limit a command gets when its policy
+// sets none: the soft limit this process started with, under the hard
+// limit in force. Go's runtime raised the soft one to the hard one less
+// one for itself; os/exec puts the original back in its children, and
+// this does the same for the children hutch forks itself. ok is false
+// when there is nothing to put back: the start limit is unknown (see
+// package nofile), was not lower, or someone has set the limit since
+// (Go's own test: the soft limit is no longer the hard one less one).
+func startOpenFiles() (unix.Rlimit, bool) {
+	soft, _, ok := nofile.Start()
+	var now unix.Rlimit
+	if !ok || unix.Getrlimit(unix.RLIMIT_NOFILE, &now) != nil || now.Max == 0 || now.Cur != now.Max-1 || soft >= now.Cur {
+		return unix.Rlimit{}, false
+	}
+	return unix.Rlimit{Cur: soft, Max: now.Max}, true
 }
 
 // errnoText holds the text of each errno, for the child's message.
@@ -493,7 +533,7 @@ func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
 
 // startCommand is the command's process: default signal dispositions,
 // nothing blocked, into the commands' group, a session of its own, its
-// streams and directory (each when x asks), its memory rlimit, then
+// streams and directory (each when x asks), its memory rlimit and the open-files limit hutch started with, then
 // execve of each candidate in turn. Every step the command relies on
 // comes before it runs a single instruction. It returns only when a step
 // fails or no candidate runs, with what its caller gives childExit: what
@@ -552,11 +592,13 @@ func startCommand(x *oneShotExec) (what []byte, e syscall.Errno, code uintptr) {
 			return dirFailed, e, 126
 		}
 	}
-	if x.dataLimit.Max > 0 {
-		// EPERM: the hard limit in force is lower than asked (raising it
-		// takes a capability), which binds the command more, not less.
-		if _, e := sys6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_DATA, uintptr(unsafe.Pointer(&x.dataLimit)), 0, 0, 0); e != 0 && e != unix.EPERM {
-			return limitFailed, e, 126
+	for i := range x.rlimits { // (range: no bounds check, see execve's below)
+		r := &x.rlimits[i]
+		if r.lim.Max == 0 {
+			continue
+		}
+		if _, e := sys6(unix.SYS_PRLIMIT64, 0, r.resource, uintptr(unsafe.Pointer(&r.lim)), 0, 0, 0); e != 0 && e != r.tolerate {
+			return r.failed, e, 126
 		}
 	}
 	first := uintptr(0)
@@ -638,4 +680,5 @@ var (
 	streamsFailed = []byte("cannot set up its standard streams: ")
 	dirFailed     = []byte("cannot enter its directory: ")
 	limitFailed   = []byte("cannot set its memory limit: ")
+	filesFailed   = []byte("cannot set its open-files limit: ")
 )

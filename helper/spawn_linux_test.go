@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -190,5 +191,23 @@ func TestDecimal(t *testing.T) {
 		if got := decimal(&buf, uintptr(n)); got != c.want {
 			t.Errorf("decimal(%q) = %d, want %d", c.in, got, c.want)
 		}
+	}
+}
+
+// A command gets the soft open-files limit this process started with,
+// not the one Go raised for itself (os/exec restores it; spawn must too),
+// under the same hard limit.
+func TestSpawnGivesTheStartOpenFilesLimit(t *testing.T) {
+	if !nofiletest.InChild(t, 300) {
+		return
+	}
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	job := Job{Argv: []string{"sh", "-c", "ulimit -Sn; ulimit -Hn"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/"}
+	code, out, errOut := spawnWait(t, job, "/bin/sh", "", false)
+	if want := "300\n" + strconv.FormatUint(lim.Max, 10) + "\n"; code != 0 || out != want {
+		t.Errorf("the command's open-files limits: exit %d, %q (want %q), stderr %q; this process has %d, %d", code, out, want, errOut, lim.Cur, lim.Max)
 	}
 }

@@ -20,9 +20,10 @@ type policyFlags struct {
 	memory, fileSize  string
 	cpuTime           time.Duration
 	pids, nice        int
+	openFiles         int
 }
 
-var policyFlagNames = []string{"policy", "read", "write", "deny", "network", "network-deny", "memory", "cpu-time", "pids", "file-size", "nice"}
+var policyFlagNames = []string{"policy", "read", "write", "deny", "network", "network-deny", "memory", "cpu-time", "pids", "file-size", "open-files", "nice"}
 
 func (p *policyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&p.file, "policy", "", "isolated: start from this YAML policy instead of the default one")
@@ -35,6 +36,7 @@ func (p *policyFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&p.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
 	fl.IntVar(&p.pids, "pids", 0, "isolated: at most N processes")
 	fl.StringVar(&p.fileSize, "file-size", "", "isolated: largest file the command may write, e.g. 1G")
+	fl.IntVar(&p.openFiles, "open-files", 0, "isolated: at most N open files per process (default: the limit hutch started with)")
 	fl.IntVar(&p.nice, "nice", 0, "isolated: lower the priority (0-19)")
 }
 
@@ -66,7 +68,7 @@ func (p *policyFlags) build(fl *pflag.FlagSet, dir string, timeout time.Duration
 	} else {
 		q.Network = policy.Network(p.network)
 	}
-	q.Limits.CPUTime, q.Limits.Processes = p.cpuTime, p.pids
+	q.Limits.CPUTime, q.Limits.Processes, q.Limits.OpenFiles = p.cpuTime, p.pids, p.openFiles
 	for _, s := range []struct {
 		flag, val string
 		dst       *policy.Size

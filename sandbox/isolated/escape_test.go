@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -452,6 +454,30 @@ func TestLimits(t *testing.T) {
 		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{OpenFiles: 16}})
 		wantOut(t, "ulimit -n", e.runWith(t, pol, sh("ulimit -n")), 0, "16")
 	})
+}
+
+// Without a policy limit a command gets the soft open-files limit hutch
+// started with, not the one Go raised for hutch itself; with one, the
+// policy's, soft and hard.
+func TestOpenFilesLimitHutchStartedWith(t *testing.T) {
+	e := newEnv(t)
+	if !nofiletest.InChild(t, 300) {
+		return
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		limit int
+		want  string
+	}{{0, "300 " + strconv.FormatUint(lim.Max, 10)}, {64, "64 64"}} {
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{OpenFiles: c.limit}})
+		r := e.runWith(t, pol, sh(`echo "$(ulimit -Sn) $(ulimit -Hn)"`))
+		if got := strings.TrimSpace(string(r.Stdout)); r.ExitCode != 0 || got != c.want {
+			t.Errorf("open-files limit %d in the policy: exit %d, soft and hard %q (want %q), stderr %q", c.limit, r.ExitCode, got, c.want, r.Stderr)
+		}
+	}
 }
 
 func TestTimeoutKillsDaemons(t *testing.T) {
