@@ -133,6 +133,13 @@ func (l *Live) Unblock() {
 // the writer has not taken when the grace runs out: after Close returns,
 // at most the one write then under way reaches the writer.
 func (l *Live) Close(grace time.Duration) {
+	l.end()
+	l.waitUntil(time.Now().Add(grace))
+}
+
+// end says the output has ended: Write no longer waits, and drops what
+// comes after.
+func (l *Live) end() {
 	if l == nil {
 		return
 	}
@@ -140,7 +147,20 @@ func (l *Live) Close(grace time.Duration) {
 	l.unblocked, l.closed = true, true
 	l.cond.Broadcast()
 	l.mu.Unlock()
-	t := time.NewTimer(grace)
+}
+
+// waitUntil waits, at most until deadline, for the live writer to take
+// what is queued, and then gives up on what it has not.
+func (l *Live) waitUntil(deadline time.Time) {
+	if l == nil {
+		return
+	}
+	select {
+	case <-l.done:
+		return
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-l.done:
@@ -165,10 +185,16 @@ func (ls Lives) Unblock() {
 	}
 }
 
-// Close closes both, waiting at most grace for each (see Live.Close).
+// Close closes both (see Live.Close), waiting at most grace in all: the
+// two writers drain at the same time, so two stalled ones cost one
+// grace, not two.
 func (ls Lives) Close(grace time.Duration) {
+	deadline := time.Now().Add(grace)
 	for _, l := range ls {
-		l.Close(grace)
+		l.end()
+	}
+	for _, l := range ls {
+		l.waitUntil(deadline)
 	}
 }
 
