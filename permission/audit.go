@@ -20,7 +20,9 @@ type AuditEntry struct {
 	// Outcome is "allowed", "denied", "approval_required" or "asking" (an
 	// Asker deferred; the call comes again with the answer). A person's
 	// decision on a pending request (RecordDecided) is "approved" or
-	// "denied", by "person".
+	// "denied", by "person". A decision no call used within the store's
+	// decision TTL is "expired" (ApprovalID and DecidedBy name it), on a
+	// line of its own before the new request its call then makes.
 	Outcome    string `json:"outcome"`
 	By         string `json:"by"`
 	ApprovalID string `json:"approval_id,omitempty"`

@@ -168,3 +168,39 @@ func TestDecisionsExpire(t *testing.T) {
 		t.Errorf("a negative TTL: %v, want ErrConfig", err)
 	}
 }
+
+// A decision that expires unused is an audit line of its own: "expired",
+// naming the decision and who made it, before the call's new request.
+func TestExpiryIsAudited(t *testing.T) {
+	store := newStore(t)
+	if err := store.SetDecisionTTL(50 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := permission.OpenAudit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close()
+	g := gate(t, permission.Config{Mode: permission.Approve, Store: store, Audit: audit})
+	r := req(permission.Shell, "make deploy")
+	_, err = g.Check(bg, r)
+	id := pendingID(t, permission.Decision{}, err)
+	if _, err := store.DecideAs(bg, id, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	d, err := g.Check(bg, r)
+	next := pendingID(t, d, err)
+	var got []string
+	for _, e := range readAudit(t, path) {
+		got = append(got, e.Outcome+" "+e.ApprovalID+" "+e.DecidedBy)
+		if e.Outcome == "expired" && (e.Detail != "make deploy" || !strings.Contains(e.Reason, "not used within 50ms")) {
+			t.Errorf("the expiry line: %+v", e)
+		}
+	}
+	want := []string{"approval_required " + id + " ", "expired " + id + " alice", "approval_required " + next + " "}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -314,7 +314,12 @@ func (g *Gate) decide(ctx context.Context, req Request) (Decision, error) {
 }
 
 func (g *Gate) approve(ctx context.Context, req Request) (Decision, error) {
-	a, err := g.cfg.Store.claim(ctx, req)
+	a, lapsed, err := g.cfg.Store.claim(ctx, req)
+	if lapsed != nil {
+		// Not a failure of this call, which is not allowed either way (it
+		// waits for a new decision); Check records that line too.
+		_ = g.recordExpired(req, *lapsed)
+	}
 	switch {
 	case err != nil:
 		// Fail closed, and say why.
@@ -327,6 +332,17 @@ func (g *Gate) approve(ctx context.Context, req Request) (Decision, error) {
 		return d, nil
 	}
 	return Decision{By: "approval", ApprovalID: a.ID}, &ApprovalRequiredError{ID: a.ID, Request: req}
+}
+
+// recordExpired appends the audit line of a decision that expired
+// before any call used it (the call that found it waits for a new one).
+func (g *Gate) recordExpired(req Request, a Approval) error {
+	if g.cfg.Audit == nil {
+		return nil
+	}
+	e := g.entry(req, Decision{By: "approval", ApprovalID: a.ID, DecidedBy: a.DecidedBy,
+		Reason: fmt.Sprintf("decided %s, not used within %v", decidedAt(a).Format(time.RFC3339), g.cfg.Store.ttl)}, "expired")
+	return g.cfg.Audit.Record(e)
 }
 
 func deny(by, format string, args ...any) Decision {
@@ -348,7 +364,12 @@ func (g *Gate) audit(req Request, d Decision, err error) error {
 	case d.Allowed:
 		outcome = "allowed"
 	}
-	return g.cfg.Audit.Record(AuditEntry{
+	return g.cfg.Audit.Record(g.entry(req, d, outcome))
+}
+
+// entry is the audit line of d, a decision on req.
+func (g *Gate) entry(req Request, d Decision, outcome string) AuditEntry {
+	return AuditEntry{
 		Time:       time.Now().UTC(),
 		Capability: req.Capability,
 		Detail:     req.Detail,
@@ -359,5 +380,5 @@ func (g *Gate) audit(req Request, d Decision, err error) error {
 		ApprovalID: d.ApprovalID,
 		DecidedBy:  d.DecidedBy,
 		Reason:     d.Reason,
-	})
+	}
 }

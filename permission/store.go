@@ -212,19 +212,19 @@ func canonicalJSON(raw json.RawMessage) ([]byte, error) {
 // transaction, so one approval lets exactly one call through even with
 // concurrent callers in several processes.
 func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) {
-	a, err := s.claim(ctx, req)
+	a, _, err := s.claim(ctx, req)
 	return a.Status, a.ID, err
 }
 
 // claim is Claim returning the request as it was found (for a decided
-// one, its status before the claim).
-func (s *Store) claim(ctx context.Context, req Request) (Approval, error) {
+// one, its status before the claim), and the decision that expired
+// unused, when that is why a new request was made (nil otherwise).
+func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed *Approval, err error) {
 	key, err := RequestKey(req)
 	if err != nil {
-		return Approval{}, err
+		return Approval{}, nil, err
 	}
 	args, _ := canonicalJSON(req.Args)
-	var found Approval
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		byID, open := tx.Bucket(bucketByID), tx.Bucket(bucketOpen)
 		if byID == nil || open == nil {
@@ -240,11 +240,7 @@ func (s *Store) claim(ctx context.Context, req Request) (Approval, error) {
 			if a.Status != StatusApproved && a.Status != StatusDenied {
 				return nil // still pending
 			}
-			decided := a.CreatedAt // a record without its decision time: the request's
-			if a.DecidedAt != nil {
-				decided = *a.DecidedAt
-			}
-			expired := s.ttl > 0 && now.Sub(decided) > s.ttl
+			expired := s.ttl > 0 && now.Sub(decidedAt(a)) > s.ttl
 			switch {
 			case expired:
 				a.Status = StatusExpired
@@ -263,6 +259,7 @@ func (s *Store) claim(ctx context.Context, req Request) (Approval, error) {
 				return err
 			}
 			// An expired decision covers nothing: the call asks anew.
+			lapsed = &a
 		}
 		if open.Stats().KeyN >= MaxOpen && pendingCount(byID, open) >= MaxOpen {
 			return ErrTooManyOpen
@@ -276,9 +273,18 @@ func (s *Store) claim(ctx context.Context, req Request) (Approval, error) {
 		return open.Put([]byte(key), []byte(a.ID))
 	})
 	if err != nil {
-		return Approval{}, err
+		return Approval{}, nil, err
 	}
-	return found, nil
+	return found, lapsed, nil
+}
+
+// decidedAt is when a was decided; for a record without its decision
+// time, when it was requested.
+func decidedAt(a Approval) time.Time {
+	if a.DecidedAt != nil {
+		return *a.DecidedAt
+	}
+	return a.CreatedAt
 }
 
 // Decide approves or denies the pending request id, recording this
