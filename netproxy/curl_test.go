@@ -10,16 +10,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // TestProxyCurl: curl, a client we did not write, through each protocol.
 func TestProxyCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		if inCI() {
-			t.Fatalf("CI=true and curl is missing: %v", err)
-		}
-		t.Skip("skipping: curl is not installed (scripts/test.sh installs it)")
+		testenv.Missing(t, "curl is not installed (scripts/test.sh installs it): %v", err)
 	}
 	a := startOrigin(t, "127.0.0.2", "A", false)
 	s := startOrigin(t, "127.0.0.4", "TLS", true)

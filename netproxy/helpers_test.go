@@ -15,7 +15,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -374,7 +373,3 @@ func readSocksReply(t testing.TB, br *bufio.Reader) byte {
 	}
 	return hdr[1]
 }
-
-// inCI reports whether the tests run under CI, where a missing component
-// fails instead of skipping.
-func inCI() bool { return os.Getenv("CI") == "true" }

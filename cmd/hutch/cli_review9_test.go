@@ -15,18 +15,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
-
-// missing skips t for a component this host lacks, outside CI only:
-// under CI=true, where every component is installed, it fails.
-func missing(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI has every component: "+format, args...)
-	}
-	t.Skipf(format+" (outside CI only)", args...)
-}
 
 func review9Control(s string) bool {
 	return strings.IndexFunc(strings.TrimSuffix(s, "\n"), unicode.IsControl) >= 0
@@ -39,7 +30,7 @@ func review9Control(s string) bool {
 // for a value hutch itself accepted.
 func TestReview9RunPidsUpperBound(t *testing.T) {
 	if code, _, errs := hutch(t, "", "run", "--pids", "64", "--", "true"); code != 0 {
-		missing(t, "no process limit on this host: %s", errs)
+		testenv.Missing(t, "no process limit on this host: %s", errs)
 	}
 	for _, n := range []string{"4193281", "4194304"} {
 		code, _, errs := hutch(t, "", "run", "--pids", n, "--", "true")
@@ -173,7 +164,7 @@ func TestReview9CLIHolds(t *testing.T) {
 	code, out, errs := hutch(t, "", "run", "--write", w+"/sub", "--deny", w, "--dir", "/tmp", "--",
 		"sh", "-c", "cat "+w+"/sub/s; echo x > "+w+"/sub/n; echo x > "+w+"/n")
 	if code == 125 {
-		missing(t, "isolated tier unavailable: %s", errs)
+		testenv.Missing(t, "isolated tier unavailable: %s", errs)
 	}
 	if strings.Contains(out, "secret") {
 		t.Errorf("a denied parent's writable child was read: %q", out)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 )
 
@@ -14,7 +15,7 @@ import (
 // with (Go raised hutch's own), or --open-files, soft and hard.
 func TestRunOpenFilesLimit(t *testing.T) {
 	if err := isolated.Supported(); err != nil {
-		missing(t, "the isolated tier: %v", err)
+		testenv.Missing(t, "the isolated tier: %v", err)
 	}
 	if !nofiletest.InChild(t, 300) {
 		return

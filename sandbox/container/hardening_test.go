@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/container"
@@ -500,11 +501,7 @@ func needPodman(t *testing.T) {
 	if why == "" {
 		return
 	}
-	why += " (run scripts/docker-up.sh and scripts/podman-up.sh)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(why)
-	}
-	t.Skip(why + "; outside CI only")
+	testenv.Missing(t, "%s (run scripts/docker-up.sh and scripts/podman-up.sh)", why)
 }
 
 // podmanSB is a podman sandbox on the helper path, with o's limits.

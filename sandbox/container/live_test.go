@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
@@ -51,11 +52,7 @@ func needDocker(t testing.TB) {
 	if engineErr == "" {
 		return
 	}
-	msg := engineErr + " (run scripts/docker-up.sh to install docker.io, start dockerd and build the image)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testenv.Missing(t, "%s (run scripts/docker-up.sh to install docker.io, start dockerd and build the image)", engineErr)
 }
 
 var (

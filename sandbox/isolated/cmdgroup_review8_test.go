@@ -2,7 +2,6 @@ package isolated_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -30,7 +30,7 @@ func review8PidsDirs(t *testing.T) map[string]bool {
 	t.Helper()
 	ents, err := os.ReadDir("/sys/fs/cgroup/pids")
 	if err != nil {
-		review8Missing(t, fmt.Sprintf("no v1 pids hierarchy: %v", err))
+		testenv.Missing(t, "no v1 pids hierarchy: %v", err)
 	}
 	m := map[string]bool{}
 	for _, e := range ents {
@@ -163,13 +163,4 @@ func TestReview8NoGroupLeakOnErrors(t *testing.T) {
 	if leaked := review8Leaked(t, before); len(leaked) > 0 {
 		t.Errorf("pids groups left behind: %v", leaked)
 	}
-}
-
-// review8Missing skips for want of a component, outside CI only.
-func review8Missing(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI has it: %s", why)
-	}
-	t.Skip(why)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -33,10 +34,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	if err := isolated.Supported(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must be able to build isolated sandboxes: %v", err)
-		}
-		t.Skipf("this host cannot build isolated sandboxes (outside CI only): %v", err)
+		testenv.Missing(t, "this host cannot build isolated sandboxes: %v", err)
 	}
 	e := &env{work: t.TempDir(), outside: t.TempDir()}
 	e.secret = filepath.Join(e.outside, "secret.txt")
@@ -309,7 +307,7 @@ func TestNetworkNone(t *testing.T) {
 		addr := map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network]
 		ln, err := net.Listen(network, addr)
 		if err != nil {
-			if os.Getenv("CI") == "true" || network == "tcp4" {
+			if testenv.InCI() || network == "tcp4" {
 				t.Fatalf("listen %s: %v", addr, err)
 			}
 			t.Logf("no %s on this host (outside CI only): %v", network, err)

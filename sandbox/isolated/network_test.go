@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -68,10 +69,7 @@ func TestNetworkAllowList(t *testing.T) {
 	e := newEnv(t)
 	for _, tool := range []string{"curl", "wget"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing (scripts/test.sh installs it)", tool)
-			}
-			t.Skipf("%s is missing: run scripts/test.sh, which installs it", tool)
+			testenv.Missing(t, "%s is missing: run scripts/test.sh, which installs it", tool)
 		}
 	}
 	port := serveOn(t, "127.0.0.2:0", false)
@@ -265,10 +263,7 @@ ip -o addr 2>/dev/null | grep -v ' lo ' || true`, p, udpPort)
 func TestNetworkAllowSystemResolver(t *testing.T) {
 	e := newEnv(t)
 	if _, err := exec.LookPath("curl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("curl is missing (scripts/test.sh installs it)")
-		}
-		t.Skip("curl is missing: run scripts/test.sh, which installs it")
+		testenv.Missing(t, "curl is missing: run scripts/test.sh, which installs it")
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(bg, "ip4", "localhost")
 	if err != nil || !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.Unmap() == netip.MustParseAddr("127.0.0.1") }) {
