@@ -408,16 +408,18 @@ type rlimitStep struct {
 
 // startOpenFiles is the open-files limit a command gets when its policy
 // sets none: the soft limit this process started with, under the hard
-// limit in force. Go's runtime raised the soft one to the hard one less
-// one for itself; os/exec puts the original back in its children, and
-// this does the same for the children hutch forks itself. ok is false
-// when there is nothing to put back: the start limit is unknown (see
-// package nofile), was not lower, or someone has set the limit since
-// (Go's own test: the soft limit is no longer the hard one less one).
+// limit in force. Package syscall's init raised the soft one to the hard
+// one less one for this process; os/exec puts the original back in its
+// children, and this does the same for the children hutch forks itself,
+// on the same test as os/exec's: the limit is still what syscall set (the
+// soft limit the hard one less one, the hard one as at the start). ok is
+// false when there is nothing to put back: the start limit is unknown
+// (see package nofile), was not lower, or someone has set the limit
+// since.
 func startOpenFiles() (unix.Rlimit, bool) {
-	soft, _, ok := nofile.Start()
+	soft, hard, ok := nofile.Start()
 	var now unix.Rlimit
-	if !ok || unix.Getrlimit(unix.RLIMIT_NOFILE, &now) != nil || now.Max == 0 || now.Cur != now.Max-1 || soft >= now.Cur {
+	if !ok || unix.Getrlimit(unix.RLIMIT_NOFILE, &now) != nil || now.Max != hard || now.Cur != now.Max-1 || soft >= now.Cur {
 		return unix.Rlimit{}, false
 	}
 	return unix.Rlimit{Cur: soft, Max: now.Max}, true
@@ -533,8 +535,9 @@ func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
 
 // startCommand is the command's process: default signal dispositions,
 // nothing blocked, into the commands' group, a session of its own, its
-// streams and directory (each when x asks), its memory rlimit and the open-files limit hutch started with, then
-// execve of each candidate in turn. Every step the command relies on
+// streams and directory (each when x asks), its memory rlimit and the
+// open-files limit hutch started with (x.rlimits), then execve of each
+// candidate in turn. Every step the command relies on
 // comes before it runs a single instruction. It returns only when a step
 // fails or no candidate runs, with what its caller gives childExit: what
 // failed and the shell's 127 (not found) or 126.

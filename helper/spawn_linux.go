@@ -16,8 +16,9 @@ import (
 // startCommand): it joins the commands' group (Job.CmdGroup, through
 // CmdGroupFD) and does not run when the group's count (CountFD) is then
 // over the policy's process limit, starts a session of its own when
-// setsid is set, enters the job's directory and takes the memory rlimit
-// when no cgroup bounds memory. So the command never runs an instruction
+// setsid is set, enters the job's directory, takes the memory rlimit
+// when no cgroup bounds memory and, when the policy sets no open-files
+// limit, the one this process started with (see startOpenFiles). So the command never runs an instruction
 // outside its group or above its limit, and this process's threads never
 // count against the group (Go's ForkExec could do none of this before
 // execve: the forking thread had to visit the group, and the rlimit came

@@ -38,3 +38,30 @@ func TestRunOpenFilesLimit(t *testing.T) {
 		}
 	}
 }
+
+// Review 13 found that --open-files (or open_files in a policy) above the
+// hard limit hutch runs under passes validation (16 to 1048576) and then
+// fails as "not supported by this sandbox: building the sandbox: open files
+// limit: operation not permitted": no sandboxed process may raise a hard
+// limit (the capability is checked in the initial user namespace), and the
+// message names neither the hard limit nor the fix (ulimit -Hn, or a
+// lower value). The container tier says "the container allows at most N";
+// the isolated tier should say as much, as a configuration error.
+func TestRunOpenFilesAboveTheHardLimit(t *testing.T) {
+	if err := isolated.Supported(); err != nil {
+		testenv.Missing(t, "the isolated tier: %v", err)
+	}
+	if !nofiletest.InChild(t, 300) {
+		return
+	}
+	// In this child only: a hard limit well under the policy's maximum.
+	lim := syscall.Rlimit{Cur: 300, Max: 1000}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--open-files", "1001", "--", "true"}
+	code, _, errOut := hutch(t, "", args...)
+	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, strconv.FormatUint(lim.Max, 10)) {
+		t.Errorf("hutch %q under a hard open-files limit of %d: exit %d, stderr %q; want one line naming the hard limit %d", args, lim.Max, code, errOut, lim.Max)
+	}
+}

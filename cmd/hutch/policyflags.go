@@ -36,7 +36,7 @@ func (p *policyFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&p.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
 	fl.IntVar(&p.pids, "pids", 0, "isolated: at most N processes")
 	fl.StringVar(&p.fileSize, "file-size", "", "isolated: largest file the command may write, e.g. 1G")
-	fl.IntVar(&p.openFiles, "open-files", 0, "isolated: at most N open files per process (default: the limit hutch started with)")
+	fl.IntVar(&p.openFiles, "open-files", 0, "isolated: at most N open files per process (16 up to hutch's hard limit; without one, the soft limit hutch started with)")
 	fl.IntVar(&p.nice, "nice", 0, "isolated: lower the priority (0-19)")
 }
 

@@ -27,7 +27,7 @@ func init() {
 }
 
 // Start returns the soft and hard RLIMIT_NOFILE this process started
-// with, before Go's runtime raised the soft one; ok is false when it
+// with, before package syscall's init raised the soft one; ok is false when it
 // could not be read on this platform.
 func Start() (soft, hard uint64, ok bool) {
 	return start[0], start[1], known

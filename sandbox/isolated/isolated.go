@@ -182,6 +182,10 @@ func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
 		// root: refuse rather than run unbounded.
 		return pol, job, nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
 	}
+	if err := helper.CheckHardLimits(pol.Limits, job.PidsByCgroup); err != nil {
+		cg.remove()
+		return pol, job, nil, err
+	}
 	return pol, job, cg, nil
 }
 
