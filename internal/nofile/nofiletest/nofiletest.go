@@ -40,8 +40,12 @@ func InChild(t *testing.T, soft uint64) bool {
 	if lim.Max < soft+2 {
 		t.Fatalf("this host's hard open-files limit is %d; the test needs more than %d (raise it with ulimit -Hn)", lim.Max, soft+1)
 	}
+	self, err := os.Executable() // os.Args[0] may be relative to a directory since left
+	if err != nil {
+		t.Fatal(err)
+	}
 	name := regexp.QuoteMeta(strings.SplitN(t.Name(), "/", 2)[0])
-	c := exec.Command("/bin/sh", "-c", `ulimit -S -n `+strconv.FormatUint(soft, 10)+` && exec "$0" -test.run="$1" -test.v -test.count=1`, os.Args[0], "^"+name+"$")
+	c := exec.Command("/bin/sh", "-c", `ulimit -S -n `+strconv.FormatUint(soft, 10)+` && exec "$0" -test.run="$1" -test.v -test.count=1`, self, "^"+name+"$")
 	c.Env = append(os.Environ(), env+"=1")
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
