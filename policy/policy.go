@@ -207,7 +207,7 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 	case p.Timeout < 0:
 		return p, configErr("timeout %v is negative", p.Timeout)
 	case l.Memory < 0 || l.CPUTime < 0 || l.Processes < 0 || l.FileSize < 0 || l.OpenFiles < 0:
-		return p, configErr("limits must not be negative")
+		return p, configErr("%s", negativeLimit(l))
 	case l.Memory != 0 && l.Memory < 16<<20:
 		return p, configErr("memory limit %v is too small to start a program: give at least 16 MiB", l.Memory)
 	case l.CPUTime != 0 && l.CPUTime < time.Second:
@@ -553,12 +553,41 @@ func (w *wholeNumber) UnmarshalYAML(node *yaml.Node) error {
 	if node.Kind != yaml.ScalarNode || node.ShortTag() != "!!int" {
 		return fmt.Errorf("line %d: %q is not a whole number", node.Line, node.Value)
 	}
-	var v int
-	if err := node.Decode(&v); err != nil {
-		return err
+	v, err := ParseWholeNumber(node.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %v", node.Line, err)
 	}
 	*w = wholeNumber(v)
 	return nil
+}
+
+// negativeLimit names the first negative limit of l.
+func negativeLimit(l Limits) string {
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"memory", int64(l.Memory)}, {"cpu time", int64(l.CPUTime)}, {"process", int64(l.Processes)}, {"file size", int64(l.FileSize)}, {"open-files", int64(l.OpenFiles)}} {
+		if c.v < 0 {
+			return fmt.Sprintf("%s limit %d is negative: give a positive limit, or 0 for none", c.name, c.v)
+		}
+	}
+	return "limits must not be negative"
+}
+
+// ParseWholeNumber reads a count written in decimal: digits, an optional
+// leading minus, no leading zero. It refuses what YAML and Go's flags
+// would read in another base (010 as octal 8, 0x20, 0o17, 0b11) or with
+// separators (1_000), rather than guess which the writer meant.
+func ParseWholeNumber(s string) (int, error) {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || len(digits) > 1 && digits[0] == '0' {
+		return 0, fmt.Errorf("%q is not a decimal whole number: write digits only, without a leading zero (010 is octal to some readers)", s)
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return v, nil
 }
 
 // maxFile bounds a policy file's size.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,11 +35,27 @@ func (p *policyFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&p.networkDeny, "network-deny", nil, "isolated: refuse these hosts even when allowed (same grammar; repeatable or comma-separated)")
 	fl.StringVar(&p.memory, "memory", "", "isolated: memory limit, e.g. 512M")
 	fl.DurationVar(&p.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
-	fl.IntVar(&p.pids, "pids", 0, "isolated: at most N processes")
+	fl.Var((*decimal)(&p.pids), "pids", "isolated: at most N processes")
 	fl.StringVar(&p.fileSize, "file-size", "", "isolated: largest file the command may write, e.g. 1G")
-	fl.IntVar(&p.openFiles, "open-files", 0, "isolated: at most N open files per process (16 up to hutch's hard limit; without one, the soft limit hutch started with)")
-	fl.IntVar(&p.nice, "nice", 0, "isolated: lower the priority (0-19)")
+	fl.Var((*decimal)(&p.openFiles), "open-files", "isolated: at most N open files per process (16 up to hutch's hard limit; without one, the soft limit hutch started with)")
+	fl.Var((*decimal)(&p.nice), "nice", "isolated: lower the priority (0-19)")
 }
+
+// decimal is an int flag written in decimal only (policy.ParseWholeNumber):
+// pflag's own int flags read 010 as octal 8 and take 0x20.
+type decimal int
+
+func (d *decimal) Set(s string) error {
+	v, err := policy.ParseWholeNumber(s)
+	if err != nil {
+		return err
+	}
+	*d = decimal(v)
+	return nil
+}
+
+func (d *decimal) String() string { return strconv.Itoa(int(*d)) }
+func (d *decimal) Type() string   { return "int" }
 
 func policyFlagsSet(fl *pflag.FlagSet) bool { return slices.ContainsFunc(policyFlagNames, fl.Changed) }
 
