@@ -585,7 +585,7 @@ func ParseWholeNumber(s string) (int, error) {
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is too large", s)
+		return 0, fmt.Errorf("%q is out of range: give a smaller number", s)
 	}
 	return v, nil
 }
