@@ -60,10 +60,29 @@ func spawn(job Job, prog string, setsid bool, files [3]*os.File) (int, error) {
 	r, e := spawnBlocked(x)
 	runtime.KeepAlive(b.p)
 	runtime.KeepAlive(x)
+	if e == unix.EAGAIN && job.Policy.Limits.Processes > 0 && !job.PidsByCgroup {
+		return 0, fmt.Errorf("starting it: %w: the policy's %d processes are taken: without a pids cgroup, RLIMIT_NPROC counts every task in the sandbox (%d now), hutch's own helpers' threads included; give a higher process limit, or let hutch use a pids cgroup (run it as root, or in a delegated cgroup v2 subtree)",
+			e, job.Policy.Limits.Processes, sandboxTasks())
+	}
 	if e != 0 {
 		return 0, fmt.Errorf("starting it: %w", e)
 	}
 	return int(r), nil
+}
+
+// sandboxTasks counts the tasks (threads) of every process this one's
+// /proc shows: inside a sandbox, its PID namespace's.
+func sandboxTasks() int {
+	procs, _ := os.ReadDir("/proc")
+	n := 0
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		tasks, _ := os.ReadDir("/proc/" + p.Name() + "/task")
+		n += len(tasks)
+	}
+	return n
 }
 
 // spawnBlocked runs spawnCommand from a locked thread with every signal
