@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -58,7 +59,10 @@ func rlimits(l policy.Limits, pidsByCgroup bool) []rlimit {
 	if l.CPUTime > 0 {
 		// SIGXCPU at the limit, SIGKILL a second later for programs that
 		// catch it.
-		secs := uint64((l.CPUTime + 999_999_999) / 1_000_000_000)
+		secs := uint64(l.CPUTime / time.Second) // rounded up, without overflow
+		if l.CPUTime%time.Second != 0 {
+			secs++
+		}
 		rs = append(rs, rlimit{unix.RLIMIT_CPU, secs, secs + 1, "cpu", " s", "ulimit -Ht"})
 	}
 	if l.FileSize > 0 {

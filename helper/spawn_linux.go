@@ -60,9 +60,17 @@ func spawn(job Job, prog string, setsid bool, files [3]*os.File) (int, error) {
 	r, e := spawnBlocked(x)
 	runtime.KeepAlive(b.p)
 	runtime.KeepAlive(x)
-	if e == unix.EAGAIN && job.Policy.Limits.Processes > 0 && !job.PidsByCgroup {
-		return 0, fmt.Errorf("starting it: %w: the policy's %d processes are taken: without a pids cgroup, RLIMIT_NPROC counts every task in the sandbox (%d now), hutch's own helpers' threads included; give a higher process limit, or let hutch use a pids cgroup (run it as root, or in a delegated cgroup v2 subtree)",
-			e, job.Policy.Limits.Processes, sandboxTasks())
+	if n := job.Policy.Limits.Processes; e == unix.EAGAIN && n > 0 && !job.PidsByCgroup {
+		// EAGAIN also comes from outside the policy: a pids cgroup hutch
+		// itself runs in, the user's process limit on the host,
+		// kernel.threads-max. Blame the policy only when its count is
+		// reached.
+		tasks := sandboxTasks()
+		if tasks >= n {
+			return 0, fmt.Errorf("starting it: %w: the policy's %d processes are taken: without a pids cgroup, RLIMIT_NPROC counts every task in the sandbox (%d now), hutch's own helpers' threads included; give a higher process limit, or let hutch use a pids cgroup (run it as root, or in a delegated cgroup v2 subtree)",
+				e, n, tasks)
+		}
+		return 0, fmt.Errorf("starting it: %w: refused outside the policy's limit of %d processes (%d tasks in the sandbox): by a control group hutch runs in, the user's process limit on the host, or the system's", e, n, tasks)
 	}
 	if e != 0 {
 		return 0, fmt.Errorf("starting it: %w", e)

@@ -170,37 +170,42 @@ func TestDecisionsExpire(t *testing.T) {
 }
 
 // A decision that expires unused is an audit line of its own: "expired",
-// naming the decision and who made it, before the call's new request.
+// naming the decision (approved or denied: the person's own line exists
+// only with approvals --audit) and who made it, before the call's new
+// request.
 func TestExpiryIsAudited(t *testing.T) {
-	store := newStore(t)
-	if err := store.SetDecisionTTL(50 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	audit, err := permission.OpenAudit(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer audit.Close()
-	g := gate(t, permission.Config{Mode: permission.Approve, Store: store, Audit: audit})
-	r := req(permission.Shell, "make deploy")
-	_, err = g.Check(bg, r)
-	id := pendingID(t, permission.Decision{}, err)
-	if _, err := store.DecideAs(bg, id, true, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	d, err := g.Check(bg, r)
-	next := pendingID(t, d, err)
-	var got []string
-	for _, e := range readAudit(t, path) {
-		got = append(got, e.Outcome+" "+e.ApprovalID+" "+e.DecidedBy)
-		if e.Outcome == "expired" && (e.Detail != "make deploy" || !strings.Contains(e.Reason, "not used within 50ms")) {
-			t.Errorf("the expiry line: %+v", e)
+	for _, approve := range []bool{true, false} {
+		store := newStore(t)
+		if err := store.SetDecisionTTL(50 * time.Millisecond); err != nil {
+			t.Fatal(err)
 		}
-	}
-	want := []string{"approval_required " + id + " ", "expired " + id + " alice", "approval_required " + next + " "}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("audit lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		audit, err := permission.OpenAudit(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer audit.Close()
+		g := gate(t, permission.Config{Mode: permission.Approve, Store: store, Audit: audit})
+		r := req(permission.Shell, "make deploy")
+		_, err = g.Check(bg, r)
+		id := pendingID(t, permission.Decision{}, err)
+		if _, err := store.DecideAs(bg, id, approve, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		d, err := g.Check(bg, r)
+		next := pendingID(t, d, err)
+		decided := map[bool]string{true: "approved", false: "denied"}[approve]
+		var got []string
+		for _, e := range readAudit(t, path) {
+			got = append(got, e.Outcome+" "+e.ApprovalID+" "+e.DecidedBy)
+			if e.Outcome == "expired" && (e.Detail != "make deploy" || !strings.HasPrefix(e.Reason, decided+" ") || !strings.Contains(e.Reason, "not used within 50ms")) {
+				t.Errorf("the expiry line of a decision %s: %+v", decided, e)
+			}
+		}
+		want := []string{"approval_required " + id + " ", "expired " + id + " alice", "approval_required " + next + " "}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s, audit lines:\n%s\nwant:\n%s", decided, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }

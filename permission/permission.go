@@ -335,13 +335,15 @@ func (g *Gate) approve(ctx context.Context, req Request) (Decision, error) {
 }
 
 // recordExpired appends the audit line of a decision that expired
-// before any call used it (the call that found it waits for a new one).
+// before any call used it (the call that found it waits for a new one):
+// a, as it was decided, names the decision ("approved ... not used
+// within 24h0m0s").
 func (g *Gate) recordExpired(req Request, a Approval) error {
 	if g.cfg.Audit == nil {
 		return nil
 	}
 	e := g.entry(req, Decision{By: "approval", ApprovalID: a.ID, DecidedBy: a.DecidedBy,
-		Reason: fmt.Sprintf("decided %s, not used within %v", decidedAt(a).Format(time.RFC3339), g.cfg.Store.ttl)}, "expired")
+		Reason: fmt.Sprintf("%s %s, not used within %v", a.Status, decidedAt(a).Format(time.RFC3339), g.cfg.Store.ttl)}, "expired")
 	return g.cfg.Audit.Record(e)
 }
 

@@ -218,7 +218,8 @@ func (s *Store) Claim(ctx context.Context, req Request) (Status, string, error) 
 
 // claim is Claim returning the request as it was found (for a decided
 // one, its status before the claim), and the decision that expired
-// unused, when that is why a new request was made (nil otherwise).
+// unused (with the status it was decided with, approved or denied), when
+// that is why a new request was made (nil otherwise).
 func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed *Approval, err error) {
 	key, err := RequestKey(req)
 	if err != nil {
@@ -241,6 +242,7 @@ func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed 
 				return nil // still pending
 			}
 			expired := s.ttl > 0 && now.Sub(decidedAt(a)) > s.ttl
+			decided := a // as it was decided, for the audit of an expiry
 			switch {
 			case expired:
 				a.Status = StatusExpired
@@ -259,7 +261,7 @@ func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed 
 				return err
 			}
 			// An expired decision covers nothing: the call asks anew.
-			lapsed = &a
+			lapsed = &decided
 		}
 		if open.Stats().KeyN >= MaxOpen && pendingCount(byID, open) >= MaxOpen {
 			return ErrTooManyOpen

@@ -561,31 +561,33 @@ func (w *wholeNumber) UnmarshalYAML(node *yaml.Node) error {
 	return nil
 }
 
-// negativeLimit names the first negative limit of l.
+// negativeLimit names the first negative limit of l, as it was written.
 func negativeLimit(l Limits) string {
 	for _, c := range []struct {
 		name string
-		v    int64
-	}{{"memory", int64(l.Memory)}, {"cpu time", int64(l.CPUTime)}, {"process", int64(l.Processes)}, {"file size", int64(l.FileSize)}, {"open-files", int64(l.OpenFiles)}} {
-		if c.v < 0 {
-			return fmt.Sprintf("%s limit %d is negative: give a positive limit, or 0 for none", c.name, c.v)
+		neg  bool
+		v    any
+	}{{"memory", l.Memory < 0, int64(l.Memory)}, {"cpu time", l.CPUTime < 0, l.CPUTime}, {"process", l.Processes < 0, l.Processes},
+		{"file size", l.FileSize < 0, int64(l.FileSize)}, {"open-files", l.OpenFiles < 0, l.OpenFiles}} {
+		if c.neg {
+			return fmt.Sprintf("%s limit %v is negative: give a positive limit, or 0 for none", c.name, c.v)
 		}
 	}
 	return "limits must not be negative"
 }
 
 // ParseWholeNumber reads a count written in decimal: digits, an optional
-// leading minus, no leading zero. It refuses what YAML and Go's flags
+// leading minus, no leading zero (and no -0). It refuses what YAML and Go's flags
 // would read in another base (010 as octal 8, 0x20, 0o17, 0b11) or with
 // separators (1_000), rather than guess which the writer meant.
 func ParseWholeNumber(s string) (int, error) {
 	digits := strings.TrimPrefix(s, "-")
-	if digits == "" || strings.Trim(digits, "0123456789") != "" || len(digits) > 1 && digits[0] == '0' {
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || len(digits) > 1 && digits[0] == '0' || digits != s && digits == "0" {
 		return 0, fmt.Errorf("%q is not a decimal whole number: write digits only, without a leading zero (010 is octal to some readers)", s)
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is out of range: give a smaller number", s)
+		return 0, fmt.Errorf("%q is out of range", s)
 	}
 	return v, nil
 }

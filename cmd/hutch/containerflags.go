@@ -34,7 +34,7 @@ func (f *containerFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.o.Reconnect, "reconnect", false, "container: reuse the container labelled with --container-name, and keep it at the end")
 	fl.StringArrayVar(&f.binds, "bind", nil, "container: show a host path inside, SRC[:DST][:ro|rw] (read-only unless rw; repeatable)")
 	fl.StringSliceVar(&f.o.CapAdd, "cap-add", nil, "container: give back these capabilities after dropping all (comma-separated)")
-	fl.Float64Var(&f.o.CPUs, "cpus", 0, "container: CPU share, e.g. 1.5")
+	fl.Var((*decimalFloat)(&f.o.CPUs), "cpus", "container: CPU share, e.g. 1.5")
 	fl.StringVar(&f.o.User, "user", "", "container: run as NAME, UID or UID:GID")
 	fl.StringVar(&f.o.WorkDir, "workdir", "", "container: working directory inside (default /workspace, a fresh tmpfs)")
 	fl.BoolVar(&f.noPidsLimit, "no-pids-limit", false, "container: opt out of the 512-process limit")

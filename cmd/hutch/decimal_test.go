@@ -16,6 +16,14 @@ func TestCountFlagsAreDecimal(t *testing.T) {
 			}
 		}
 	}
+	// --cpus likewise: pflag's float flag took NaN (no CPU bound at all),
+	// Inf, 1e3 and hex.
+	for _, v := range []string{"NaN", "Inf", "+Inf", "0x1p1", "1e3", ".5", "1.", "-1"} {
+		code, _, errOut := hutch(t, "", "run", "--tier", "container", "--image", "busybox", "--cpus", v, "--", "true")
+		if code != 125 || !strings.Contains(errOut, `"`+v+`" is not a decimal number`) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("run --cpus %s: exit %d, stderr %q; want 125 and one line naming it", v, code, errOut)
+		}
+	}
 	code, _, errOut := hutch(t, "", "mcp", "--tier", "isolated", "--pids", "010")
 	if code == 0 || !strings.Contains(errOut, `"010" is not a decimal whole number`) {
 		t.Errorf("mcp --pids 010: exit %d, stderr %q", code, errOut)

@@ -57,6 +57,23 @@ func (d *decimal) Set(s string) error {
 func (d *decimal) String() string { return strconv.Itoa(int(*d)) }
 func (d *decimal) Type() string   { return "int" }
 
+// decimalFloat is a float flag written as decimal digits with an optional
+// fraction: pflag's float flags take NaN, Inf, 1e3 and hex (0x1p1 is 2).
+type decimalFloat float64
+
+func (d *decimalFloat) Set(s string) error {
+	whole, frac, _ := strings.Cut(s, ".")
+	v, err := strconv.ParseFloat(s, 64)
+	if whole == "" || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" || strings.HasSuffix(s, ".") || err != nil {
+		return fmt.Errorf("%q is not a decimal number: write digits, with an optional fraction (1.5)", s)
+	}
+	*d = decimalFloat(v)
+	return nil
+}
+
+func (d *decimalFloat) String() string { return strconv.FormatFloat(float64(*d), 'f', -1, 64) }
+func (d *decimalFloat) Type() string   { return "float" }
+
 func policyFlagsSet(fl *pflag.FlagSet) bool { return slices.ContainsFunc(policyFlagNames, fl.Changed) }
 
 // build is the default policy (or --policy FILE) widened by the flags;

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"strings"
@@ -286,6 +287,9 @@ func (o Options) normalize() (Options, error) {
 		}
 	}
 	switch {
+	case math.IsNaN(o.CPUs) || math.IsInf(o.CPUs, 0):
+		// NaN would pass every comparison below as false: no bound.
+		return o, configErr("cpus %v is not a CPU share: give a number such as 1.5", o.CPUs)
 	case o.Memory < 0 || o.CPUs < 0 || o.FileSize < 0 || o.OpenFiles < 0 || o.CPUTime < 0:
 		return o, configErr("limits must not be negative")
 	case o.Memory != 0 && o.Memory < 6<<20:
