@@ -285,14 +285,18 @@ func startRunner(job Job) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer child.Close()
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{RunnerName}
 	c.Dir = "/"
 	c.Env = []string{}
 	c.ExtraFiles = groupExtraFiles(job, []*os.File{child})
 	c.SysProcAttr = helperAttrs()
-	if err := c.Start(); err != nil {
+	err = c.Start()
+	// The runner has its copy: with this one closed, a runner that dies
+	// before it answers (a Go runtime that cannot make a thread under an
+	// outer pids limit) is EOF below, not a wait until the timeout.
+	child.Close()
+	if err != nil {
 		host.Close()
 		return nil, fmt.Errorf("starting the runner: %w", err)
 	}

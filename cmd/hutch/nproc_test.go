@@ -1,13 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -20,11 +21,37 @@ import (
 // unavailable"; it now says why and what to do. Run as nobody, from a copy
 // of this test binary (which is also hutch's CLI, see review5Child).
 func TestRunProcessLimitFallbackSaysWhy(t *testing.T) {
+	run := asNobody(t)
+	session := []string{"run", "--network", "allow=example.com"}
+	// Controls: the same session with room, and a one-shot (whose PID 1
+	// is a single task) under the small limit, both run.
+	if code, out := run("", append(session, "--pids", "64", "--", "sh", "-c", "echo ran")...); code != 0 || !strings.Contains(out, "ran") {
+		t.Fatalf("control, a session with --pids 64 as nobody: exit %d, %q", code, out)
+	}
+	if code, out := run("", "run", "--pids", "8", "--", "sh", "-c", "echo ran"); code != 0 || !strings.Contains(out, "ran") {
+		t.Fatalf("control, a one-shot with --pids 8 as nobody: exit %d, %q", code, out)
+	}
+	code, out := run("", append(session, "--pids", "8", "--", "sh", "-c", "echo ran")...)
+	if code != 126 || !strings.Contains(out, "RLIMIT_NPROC counts every task in the sandbox") || !strings.Contains(out, "pids cgroup") {
+		t.Errorf("a session with --pids 8 as nobody: exit %d, %q; want 126 saying why", code, out)
+	}
+}
+
+// asNobody returns a function running hutch (a copy of this test binary)
+// as nobody with the given arguments, from a directory of its own; with
+// cgroup set, from inside that cgroup directory (entered as root, before
+// setpriv drops to nobody). It needs root and setpriv (util-linux).
+func asNobody(t *testing.T) func(cgroup string, args ...string) (int, string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "needs root, to run hutch as nobody where no cgroup is hutch's")
 	}
 	if err := isolated.Supported(); err != nil {
 		testenv.Missing(t, "the isolated tier: %v", err)
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		testenv.Missing(t, "setpriv (util-linux): %v", err)
 	}
 	dir := t.TempDir()
 	for d := dir; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {
@@ -38,11 +65,11 @@ func TestRunProcessLimitFallbackSaysWhy(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "hutch")
 	copyFile(t, self, bin)
-	run := func(args ...string) (int, string) {
-		c := exec.Command(bin, "-test.run=^$")
+	return func(cgroup string, args ...string) (int, string) {
+		c := exec.Command("/bin/sh", "-c", `[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"`,
+			"sh", cgroup, setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^$")
 		c.Dir = dir
 		c.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HUTCH_REVIEW5_ARGS=" + strings.Join(args, "\x1f")}
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		out, err := c.CombinedOutput()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -52,18 +79,38 @@ func TestRunProcessLimitFallbackSaysWhy(t *testing.T) {
 		}
 		return code, string(out)
 	}
-	session := []string{"run", "--network", "allow=example.com"}
-	// Controls: the same session with room, and a one-shot (whose PID 1
-	// is a single task) under the small limit, both run.
-	if code, out := run(append(session, "--pids", "64", "--", "sh", "-c", "echo ran")...); code != 0 || !strings.Contains(out, "ran") {
-		t.Fatalf("control, a session with --pids 64 as nobody: exit %d, %q", code, out)
+}
+
+// A runner that dies before it answers (here: its Go runtime cannot make
+// a thread, under a pids cgroup around hutch with little room) used to
+// leave the session's init waiting for its answer until the command's
+// timeout plus 10 s: the init held the runner's end of their socket
+// itself. The session now fails at once.
+func TestSessionDoesNotWaitForADeadRunner(t *testing.T) {
+	run := asNobody(t)
+	root := "/sys/fs/cgroup/pids"
+	if _, err := os.Stat(root + "/cgroup.procs"); err != nil {
+		testenv.Missing(t, "a cgroup v1 pids hierarchy at %s: %v", root, err)
 	}
-	if code, out := run("run", "--pids", "8", "--", "sh", "-c", "echo ran"); code != 0 || !strings.Contains(out, "ran") {
-		t.Fatalf("control, a one-shot with --pids 8 as nobody: exit %d, %q", code, out)
+	cg := filepath.Join(root, fmt.Sprintf("hutch-test-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	code, out := run(append(session, "--pids", "8", "--", "sh", "-c", "echo ran")...)
-	if code != 126 || !strings.Contains(out, "RLIMIT_NPROC counts every task in the sandbox") || !strings.Contains(out, "pids cgroup") {
-		t.Errorf("a session with --pids 8 as nobody: exit %d, %q; want 126 saying why", code, out)
+	defer func() { // once the sandbox's processes have gone
+		for deadline := time.Now().Add(10 * time.Second); os.Remove(cg) != nil && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	if err := os.WriteFile(cg+"/pids.max", []byte("23"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, out := run(cg, "run", "--timeout", "20s", "--pids", "64", "--network", "allow=example.com", "--", "sh", "-c", "echo ran")
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("a session whose runner could not start took %v (exit %d) for a 20 s timeout: it waited for the dead runner; output %.300q", d, code, out)
+	}
+	if ev, _ := os.ReadFile(cg + "/pids.events"); !strings.Contains(string(ev), "max ") || strings.Contains(string(ev), "max 0") {
+		t.Errorf("control: the cgroup refused no fork (%q), so nothing was tested; exit %d, %.300q", ev, code, out)
 	}
 }
 
