@@ -4,15 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -38,10 +35,7 @@ func TestReview14NprocMessageOnlyWhenTheLimitIsReached(t *testing.T) {
 		review14FullCgroupChild(t, dir)
 		return
 	}
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "needs root, to put a child process in a pids cgroup")
-	}
-	dir := review14PidsCgroup(t)
+	dir := newPidsGroup(t, 1<<22).dir // no limit yet: the child sets it
 	c := exec.Command(os.Args[0], "-test.run=^TestReview14NprocMessageOnlyWhenTheLimitIsReached$", "-test.v", "-test.count=1")
 	c.Env = append(os.Environ(), childEnv+"="+dir)
 	out, err := c.CombinedOutput()
@@ -50,63 +44,9 @@ func TestReview14NprocMessageOnlyWhenTheLimitIsReached(t *testing.T) {
 	}
 }
 
-// review14PidsCgroup makes a pids cgroup under this process's own (v2
-// when its pids controller is enabled there, else v1), removed at the end.
-func review14PidsCgroup(t *testing.T) string {
-	name := "hutch-review14-" + strconv.Itoa(os.Getpid())
-	var candidates []string
-	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers")); err == nil && strings.Contains(string(b), "pids") {
-			candidates = append(candidates, filepath.Join(root, review14Own(""), name))
-		}
-	}
-	candidates = append(candidates, filepath.Join("/sys/fs/cgroup/pids", review14Own("pids"), name))
-	for _, dir := range candidates {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, "pids.max")); err != nil {
-			_ = os.Remove(dir)
-			continue
-		}
-		t.Cleanup(func() { _ = os.Remove(dir) })
-		return dir
-	}
-	testenv.Missing(t, "no pids cgroup this test may create (tried %v)", candidates)
-	return ""
-}
-
-func review14Own(controller string) string {
-	b, _ := os.ReadFile("/proc/self/cgroup")
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) == 3 && (controller == "" && parts[0] == "0" && parts[1] == "" ||
-			controller != "" && strings.Contains(","+parts[1]+",", ","+controller+",")) {
-			return filepath.Clean("/" + parts[2])
-		}
-	}
-	return "/"
-}
-
 func review14FullCgroupChild(t *testing.T, dir string) {
-	// Threads for the runtime to reuse once the cgroup is full: it keeps
-	// an M that a locked goroutine let go of.
-	var wg, locked sync.WaitGroup
-	release := make(chan struct{})
-	for range 8 {
-		wg.Add(1)
-		locked.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			locked.Done()
-			<-release
-			runtime.UnlockOSThread()
-		}()
-	}
-	locked.Wait()
-	close(release)
-	wg.Wait()
+	// Threads for the runtime to reuse once the cgroup is full.
+	reserveThreads(8)
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		t.Fatal(err)
 	}
