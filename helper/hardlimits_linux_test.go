@@ -2,14 +2,13 @@ package helper
 
 import (
 	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -18,12 +17,7 @@ import (
 // error naming the limit and the fix; at or below it, none. The test runs
 // again as a child under finite hard limits of file size and CPU time.
 func TestCheckHardLimits(t *testing.T) {
-	if os.Getenv("HUTCH_HARDLIMIT_CHILD") != "1" {
-		c := exec.Command("/bin/sh", "-c", `ulimit -f 2000 && ulimit -t 100 && exec "$0" -test.run='^TestCheckHardLimits$' -test.v -test.count=1`, os.Args[0])
-		c.Env = append(os.Environ(), "HUTCH_HARDLIMIT_CHILD=1")
-		if out, err := c.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestCheckHardLimits") {
-			t.Fatalf("the test under finite hard limits: %v\n%s", err, out)
-		}
+	if !testenv.InChild(t, "ulimit -f 2000 && ulimit -t 100") {
 		return
 	}
 	hard := func(res int) uint64 {

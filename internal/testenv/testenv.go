@@ -9,6 +9,9 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -29,4 +32,37 @@ func Missing(t testing.TB, format string, args ...any) {
 		t.Fatalf("CI has every component: "+format, args...)
 	}
 	t.Skipf(format+" (outside CI only)", args...)
+}
+
+// childEnv names, in a child made by InChild, the test it runs.
+const childEnv = "HUTCH_TEST_CHILD"
+
+// InChild reports whether this process is the child InChild starts for
+// t's test. When it is not, it runs t's top-level test again in a new
+// process of this test binary, which /bin/sh starts after running setup
+// (shell commands, such as "ulimit -S -n 300": what the test needs set
+// before the process starts), fails t unless the test passed there, and
+// returns false; the caller then does nothing more, and the child does
+// the test's work:
+//
+//	if !testenv.InChild(t, "ulimit -t 100") {
+//		return
+//	}
+func InChild(t *testing.T, setup string) bool {
+	t.Helper()
+	top := strings.SplitN(t.Name(), "/", 2)[0]
+	if os.Getenv(childEnv) == top {
+		return true
+	}
+	self, err := os.Executable() // os.Args[0] may be relative to a directory since left
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("/bin/sh", "-c", setup+` && exec "$0" -test.run="$1" -test.v -test.count=1`, self, "^"+regexp.QuoteMeta(top)+"$")
+	c.Env = append(os.Environ(), childEnv+"="+top)
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+top) {
+		t.Fatalf("the test in a child after %q: %v\n%s", setup, err, out)
+	}
+	return false
 }

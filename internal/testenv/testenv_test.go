@@ -113,3 +113,17 @@ func TestMissing(t *testing.T) {
 		})
 	}
 }
+
+// InChild runs the test again after its setup: the child sees what the
+// setup did, the parent does not run the body.
+func TestInChild(t *testing.T) {
+	if !testenv.InChild(t, "export HUTCH_TESTENV_SETUP=done") {
+		if os.Getenv("HUTCH_TESTENV_SETUP") != "" {
+			t.Fatal("the parent has the child's setup")
+		}
+		return
+	}
+	if got := os.Getenv("HUTCH_TESTENV_SETUP"); got != "done" {
+		t.Fatalf("the child's setup did not run: HUTCH_TESTENV_SETUP=%q", got)
+	}
+}
