@@ -70,14 +70,7 @@ func asNobody(t *testing.T) func(cgroup string, args ...string) (int, string) {
 			"sh", cgroup, setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^$")
 		c.Dir = dir
 		c.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HUTCH_REVIEW5_ARGS=" + strings.Join(args, "\x1f")}
-		out, err := c.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, string(out)
+		return exitAndOutput(t, c)
 	}
 }
 

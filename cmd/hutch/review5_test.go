@@ -29,6 +29,13 @@ func review5Run(t *testing.T, dir string, args ...string) (int, string) {
 	cmd.Env = append(os.Environ(), "HUTCH_REVIEW5_ARGS="+strings.Join(args, "\x1f"))
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader("") // the client hangs up at once
+	return exitAndOutput(t, cmd)
+}
+
+// exitAndOutput runs cmd and returns its exit status and its combined
+// output; a command that could not run at all fails t.
+func exitAndOutput(t *testing.T, cmd *exec.Cmd) (int, string) {
+	t.Helper()
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
