@@ -537,10 +537,10 @@ func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
 // nothing blocked, into the commands' group, a session of its own, its
 // streams and directory (each when x asks), its memory rlimit and the
 // open-files limit hutch started with (x.rlimits), then execve of each
-// candidate in turn. Every step the command relies on
-// comes before it runs a single instruction. It returns only when a step
-// fails or no candidate runs, with what its caller gives childExit: what
-// failed and the shell's 127 (not found) or 126.
+// candidate in turn. Every step the command relies on comes before it
+// runs a single instruction. It returns only when a step fails or no
+// candidate runs, with what its caller gives childExit: what failed and
+// the shell's 127 (not found) or 126.
 //
 //go:nosplit
 //go:norace

@@ -18,11 +18,11 @@ import (
 // over the policy's process limit, starts a session of its own when
 // setsid is set, enters the job's directory, takes the memory rlimit
 // when no cgroup bounds memory and, when the policy sets no open-files
-// limit, the one this process started with (see startOpenFiles). So the command never runs an instruction
-// outside its group or above its limit, and this process's threads never
-// count against the group (Go's ForkExec could do none of this before
-// execve: the forking thread had to visit the group, and the rlimit came
-// just after the start).
+// limit, the one this process started with (see startOpenFiles). So the
+// command never runs an instruction outside its group or above its
+// limit, and this process's threads never count against the group (Go's
+// ForkExec could do none of this before execve: the forking thread had
+// to visit the group, and the rlimit came just after the start).
 //
 // A command that cannot start (a step failed, execve refused) exits 126
 // or 127 with the reason on its stderr, as a shell's would; err is for a

@@ -62,9 +62,9 @@ func (d *decimal) Type() string   { return "int" }
 type decimalFloat float64
 
 func (d *decimalFloat) Set(s string) error {
-	whole, frac, _ := strings.Cut(s, ".")
+	whole, frac, dot := strings.Cut(s, ".")
 	v, err := strconv.ParseFloat(s, 64)
-	if whole == "" || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" || strings.HasSuffix(s, ".") || err != nil {
+	if whole == "" || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" || dot && frac == "" || err != nil {
 		return fmt.Errorf("%q is not a decimal number: write digits, with an optional fraction (1.5)", s)
 	}
 	*d = decimalFloat(v)
