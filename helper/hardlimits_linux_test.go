@@ -31,20 +31,33 @@ func TestCheckHardLimits(t *testing.T) {
 	if cpu != 100 || fsize > 2000*1024 || nofile >= 1<<40 {
 		t.Fatalf("the child's hard limits: file size %d, cpu %d, open files %d", fsize, cpu, nofile)
 	}
-	for _, c := range []struct {
-		name string
-		l    policy.Limits
-		fix  string // "" for no error
-	}{
-		{"file size at the hard limit", policy.Limits{FileSize: policy.Size(fsize)}, ""},
-		{"file size above", policy.Limits{FileSize: policy.Size(fsize + 1)}, "ulimit -Hf"},
-		{"cpu time whose kill second fits", policy.Limits{CPUTime: 99 * time.Second}, ""},
-		{"cpu time whose kill second does not", policy.Limits{CPUTime: 100 * time.Second}, "ulimit -Ht"},
-		{"open files at the hard limit", policy.Limits{OpenFiles: int(nofile)}, ""},
-		{"open files above", policy.Limits{OpenFiles: int(nofile + 1)}, "ulimit -Hn"},
-		{"no limits", policy.Limits{}, ""},
-	} {
-		err := CheckHardLimits(c.l, true)
+	type check struct {
+		name     string
+		l        policy.Limits
+		pidsByCG bool
+		fix      string // "" for no error
+	}
+	checks := []check{
+		{"file size at the hard limit", policy.Limits{FileSize: policy.Size(fsize)}, true, ""},
+		{"file size above", policy.Limits{FileSize: policy.Size(fsize + 1)}, true, "ulimit -Hf"},
+		{"cpu time whose kill second fits", policy.Limits{CPUTime: 99 * time.Second}, true, ""},
+		{"cpu time whose kill second does not", policy.Limits{CPUTime: 100 * time.Second}, true, "ulimit -Ht"},
+		{"open files at the hard limit", policy.Limits{OpenFiles: int(nofile)}, true, ""},
+		{"open files above", policy.Limits{OpenFiles: int(nofile + 1)}, true, "ulimit -Hn"},
+		{"no limits", policy.Limits{}, true, ""},
+	}
+	if nproc := hard(unix.RLIMIT_NPROC); nproc < 1<<22 {
+		// A policy may ask up to 4194304 processes: above a finite
+		// hard RLIMIT_NPROC only the rlimit fallback is refused.
+		checks = append(checks,
+			check{"processes above, on the rlimit fallback", policy.Limits{Processes: int(nproc + 1)}, false, "ulimit -Hu"},
+			check{"processes above, by a pids cgroup", policy.Limits{Processes: int(nproc + 1)}, true, ""},
+			check{"processes at the hard limit", policy.Limits{Processes: int(nproc)}, false, ""})
+	} else if testenv.InCI() {
+		t.Errorf("CI's hard process limit is %d: the processes cases did not run", nproc)
+	}
+	for _, c := range checks {
+		err := CheckHardLimits(c.l, c.pidsByCG)
 		switch {
 		case c.fix == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
