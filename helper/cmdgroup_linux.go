@@ -27,6 +27,10 @@ const (
 	CountFD    = 6
 )
 
+// ExecStderrFD is where an exec helper holds its command's stderr; its own
+// fd 2 goes to the session's init (see newDiagnosis).
+const ExecStderrFD = 7
+
 // CommandGroup holds the host's open files of the commands' group; the
 // zero value is no group.
 type CommandGroup struct {
@@ -60,10 +64,17 @@ func (g CommandGroup) ExtraFiles(extra []*os.File) []*os.File {
 // placeGroupFiles appends threads and count to extra at CmdGroupFD and
 // CountFD, closing the descriptors before them that extra leaves out.
 func placeGroupFiles(extra []*os.File, threads, count *os.File) []*os.File {
-	for len(extra) < CmdGroupFD-3 {
+	return placeFile(placeFile(extra, CmdGroupFD, threads), CountFD, count)
+}
+
+// placeFile appends f to extra (ExtraFiles, which start at descriptor 3)
+// so that the child has it at fd, closing the descriptors in between
+// that extra leaves out. extra must not reach fd already.
+func placeFile(extra []*os.File, fd int, f *os.File) []*os.File {
+	for len(extra) < fd-3 {
 		extra = append(extra, nil) // nil: closed in the child
 	}
-	return append(extra, threads, count)
+	return append(extra, f)
 }
 
 // inheritedGroup are this helper's own CmdGroupFD and CountFD, as files

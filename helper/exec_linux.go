@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 
@@ -30,14 +31,15 @@ func execMain() int {
 	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
 	// fd 4, like every other inherited descriptor, is close-on-exec (Main
 	// saw to it): the command cannot forge its status.
+	stderr := os.NewFile(ExecStderrFD, "stderr")
 	job, err := decodeJob(jobFile)
 	jobFile.Close()
 	if err != nil {
-		return fail(125, "hutch: %v", err)
+		return fail(stderr, 125, "hutch: %v", err)
 	}
-	st, err := runConfined(job, os.Stdin, os.Stdout, os.Stderr)
+	st, err := runConfined(job, os.Stdin, os.Stdout, stderr)
 	if err != nil {
-		return fail(125, "hutch: %v", err)
+		return fail(stderr, 125, "hutch: %v", err)
 	}
 	_ = json.NewEncoder(statusFile).Encode(st)
 	return 0
@@ -153,8 +155,9 @@ func recvStart() (conn *Conn, req Request, ok bool) {
 	return conn, req, err == nil && req.Op == "start" && req.Job != nil
 }
 
-func fail(code int, format string, args ...any) int {
-	fmt.Fprintf(os.Stderr, format+"\n", args...)
+// fail writes a line on w and returns code.
+func fail(w io.Writer, code int, format string, args ...any) int {
+	fmt.Fprintf(w, format+"\n", args...)
 	return code
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -337,18 +338,28 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	}
 	defer stR.Close()
 	defer stW.Close()
+	// The helper's own stderr is a pipe of ours: what its Go runtime says
+	// when it dies (it could not make a thread, say) becomes this exec's
+	// error, not a trace on the command's stderr. The command's stderr
+	// reaches it at ExecStderrFD.
+	diag, err := newDiagnosis()
+	if err != nil {
+		return err
+	}
+	defer diag.close()
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{ExecName}
 	c.Dir = job.Dir
 	c.Env = []string{}
-	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], passed[2]
-	c.ExtraFiles = groupExtraFiles(job, []*os.File{jobR, stW})
+	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], diag.w
+	c.ExtraFiles = placeFile(groupExtraFiles(job, []*os.File{jobR, stW}), ExecStderrFD, passed[2])
 	c.SysProcAttr = helperAttrs()
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("starting the command: %w", err)
 	}
 	jobR.Close()
 	stW.Close()
+	diag.started()
 	closeFiles(passed) // the child has its copies: EOF reaches the host when it ends
 	s.mu.Lock()
 	s.execs[req.ID] = c
@@ -373,8 +384,12 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 		res.Status = &st
 		return nil
 	}
-	// No report: the exec helper itself was killed (timeout, cancel, a
-	// limit) before the command ended.
+	// No report: the exec helper itself died before the command ended.
+	// When it said why, it failed on its own; otherwise it was killed
+	// (timeout, cancel, a limit).
+	if why := diag.wait(); why != "" {
+		return fmt.Errorf("the command's exec helper died (%v) before the command ended: %s", c.ProcessState, why)
+	}
 	st = Status{Exited: false, Signal: int(syscall.SIGKILL)}
 	if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		st.Signal = int(ws.Signal())
@@ -393,4 +408,60 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 // (The init cannot enter one itself: unshare would move one thread.)
 func helperAttrs() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWCGROUP, Setsid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// diagnosis collects what a child helper writes on its own stderr: its Go
+// runtime's last words when it dies on its own.
+type diagnosis struct {
+	r, w *os.File
+	done chan string
+}
+
+// newDiagnosis makes the pipe; the child gets w as its stderr.
+func newDiagnosis() (*diagnosis, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return &diagnosis{r: r, w: w, done: make(chan string, 1)}, nil
+}
+
+// started drops this process's copy of the write end, once the child has
+// its own, and reads the pipe to its end in the background, keeping the
+// first line: the child never blocks on a full pipe.
+func (d *diagnosis) started() {
+	d.w.Close()
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(d.r, 4<<10))
+		_, _ = io.Copy(io.Discard, d.r)
+		d.done <- firstLine(b)
+	}()
+}
+
+// wait returns the first line the child wrote, "" for none, once the
+// pipe is at its end (after the child ended, which only started's caller
+// may know).
+func (d *diagnosis) wait() string { return <-d.done }
+
+// close closes both ends (a reader still running returns).
+func (d *diagnosis) close() {
+	d.r.Close()
+	d.w.Close()
+}
+
+// firstLine is b's first non-blank line, trimmed, at most 300 bytes, with
+// "?" for anything unprintable.
+func firstLine(b []byte) string {
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			l = strings.ToValidUTF8(l[:min(len(l), 300)], "?")
+			return strings.Map(func(r rune) rune {
+				if !unicode.IsPrint(r) {
+					return '?'
+				}
+				return r
+			}, l)
+		}
+	}
+	return ""
 }

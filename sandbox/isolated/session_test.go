@@ -3,6 +3,7 @@ package isolated_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -160,6 +162,40 @@ func TestStartDirAndWritableLinksCheckedOnTheHost(t *testing.T) {
 			}
 			if c.want == "" && r.ExitCode != 0 {
 				t.Errorf("exit %d, stderr %q", r.ExitCode, r.Stderr)
+			}
+		})
+	}
+}
+
+// An exec helper (a session's path when its open-files limit is below
+// what a runner needs) keeps its own stderr, for its Go runtime's last
+// words, and hands the command the command's at helper.ExecStderrFD. The
+// command's stderr, and the helper's own lines for it ("command not
+// found"), still reach the result; the descriptor does not reach the
+// command.
+func TestExecHelperStreams(t *testing.T) {
+	e := newEnv(t)
+	sb := a2Session(t, e.pol.Extend(policy.Policy{Limits: policy.Limits{OpenFiles: 16}}))
+	pid1 := "read -r _ _ _ p _ < /proc/self/stat; tr '\\0' ' ' < /proc/$p/cmdline; "
+	cases := []struct {
+		name           string
+		cmd            sandbox.Command
+		code           int
+		stdout, stderr string
+	}{
+		{"both streams", sh(pid1 + "echo; echo to-stderr >&2"), 0, "hutch-sandbox-exec \n", "to-stderr\n"},
+		{"not found", sandbox.Command{Args: []string{"hutch-no-such-program"}}, 127, "", "hutch: hutch-no-such-program: command not found\n"},
+		{"no descriptor beyond 2", sh(fmt.Sprintf("ls /proc/self/fd/%d 2>/dev/null; ls /proc/self/fd | sort -n | tr '\\n' ' '", helper.ExecStderrFD)), 0, "0 1 2 3 ", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.cmd.Timeout = 20 * time.Second
+			r, err := sb.Exec(bg, c.cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ExitCode != c.code || string(r.Stdout) != c.stdout || string(r.Stderr) != c.stderr {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", r.ExitCode, r.Stdout, r.Stderr, c.code, c.stdout, c.stderr)
 			}
 		})
 	}
