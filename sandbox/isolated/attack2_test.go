@@ -214,13 +214,10 @@ func TestAttack2RunnerSurvivesEverySignal(t *testing.T) {
 	t.Run("runner", func(t *testing.T) {
 		check(t, func(script string) sandbox.Result { return a2Exec(t, sb, script, 20*time.Second) })
 	})
-	// Not fixed here (helper/exec_linux.go): the exec helper dies of
-	// SIGTERM, SIGINT, SIGHUP, SIGQUIT and of the signals above; only the
-	// command that sends them is hurt. The fix is one call to dropSignals
-	// in execMain. (The init, PID 1 of a one-shot run, is out of reach
-	// here only thanks to Landlock's signal scoping, ABI 6: its main
-	// thread is outside the command's domain. The same call in initMain
-	// covers older kernels.)
+	// Found here, fixed since (70a28a0): the exec helper died of SIGTERM,
+	// SIGINT, SIGHUP, SIGQUIT and of the signals above. execMain and
+	// initMain now call dropSignals (through unreachable), so this holds
+	// on kernels without Landlock's signal scoping (ABI 6) too.
 	t.Run("exec helper", func(t *testing.T) {
 		marker, release := filepath.Join(e.work, "busy-signals"), filepath.Join(e.work, "release-signals")
 		done := make(chan struct{})
@@ -264,19 +261,20 @@ func a2Atoi(s string) int {
 	return n
 }
 
-// Finding (medium, not fixed here: helper/serve_linux.go): a command's
-// timeout can kill the runner after the command has ended, and so kill
-// the next command. execInRunner keeps the runner when it answered, but
-// the timer may fire between that answer and timedOut() (the runner is
-// then killed though kept), or — time.AfterFunc's Stop returning false
-// while the function has started but not yet closed "fired" — after
-// timedOut() said it had not fired. The next command then fails with
-// "broken pipe" or ends as killed by SIGKILL (exit 137) without a
-// timeout; the command before it reports timed_out with exit 0. The same
-// holds for a cancel that lands just after the command ended. The race
-// needs a command that ends within about a millisecond of its timeout;
-// /bin/true with a timeout kept at its own running time hits it within a
-// few hundred tries here.
+// Found here, fixed since (70a28a0: the timer and a cancel kill the runner
+// only under the server's lock, while the command is still unanswered): a
+// command's timeout could kill the runner after the command had ended,
+// and so kill the next command. execInRunner kept the runner when it
+// answered, but the timer could fire between that answer and timedOut()
+// (the runner was then killed though kept), or — time.AfterFunc's Stop
+// returning false while the function had started but not yet closed
+// "fired" — after timedOut() said it had not fired. The next command then
+// failed with "broken pipe" or ended as killed by SIGKILL (exit 137)
+// without a timeout; the command before it reported timed_out with exit
+// 0. The same held for a cancel that landed just after the command ended.
+// The race needs a command that ends within about a millisecond of its
+// timeout; /bin/true with a timeout kept at its own running time hit it
+// within a few hundred tries here.
 func TestAttack2RunnerTimeoutKillsTheNextCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a race: hundreds of commands")
@@ -472,13 +470,12 @@ func TestAttack2RunnerDescriptors(t *testing.T) {
 // capabilities, no_new_privs, seccomp, signals, limits, priority,
 // scheduling, umask, descriptors, environment, Landlock.
 //
-// Finding (low, not fixed here: helper/exec_linux.go and the one-shot
-// path in helper/serve_linux.go): when hutch itself was started with
+// Found here, fixed since (70a28a0): when hutch itself was started with
 // SIGHUP or SIGINT ignored (nohup, a non-interactive shell's background
 // job), commands run by an exec helper (or by the init of a one-shot run)
-// inherit them ignored, while commands run by the runner do not: the Go
-// runtime keeps an inherited SIG_IGN for these two signals only, and only
-// the runner catches them (os/signal) so that exec resets them.
+// inherited them ignored, while commands run by the runner did not: the
+// Go runtime keeps an inherited SIG_IGN for these two signals only. Every
+// helper now catches them (dropSignals), so exec resets them.
 func TestAttack2RunnerMatchesExecHelper(t *testing.T) {
 	e := newEnv(t)
 	compare := func(t *testing.T, pol policy.Policy) {
