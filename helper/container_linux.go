@@ -344,17 +344,11 @@ func (s *streamServer) glob(id uint64, op *srvOp) StreamResponse {
 	if err != nil {
 		return StreamResponse{Err: ToWire(err)}
 	}
-	var b bytes.Buffer
-	for i, f := range files {
-		if i > 0 {
-			b.WriteByte(0)
-		}
-		b.WriteString(f)
-	}
-	if err := s.fw.WriteData(FrameData, id, b.Bytes(), MaxFramePayload, false); err != nil {
+	b := JoinNames(files)
+	if err := s.fw.WriteData(FrameData, id, b, MaxFramePayload, false); err != nil {
 		return StreamResponse{Err: ToWire(err)}
 	}
-	return StreamResponse{Size: int64(b.Len())}
+	return StreamResponse{Size: int64(len(b))}
 }
 
 // exec runs one command through an idle reaper and streams its output.

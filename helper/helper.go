@@ -98,6 +98,9 @@ type Job struct {
 	// CommandGroup), whose files the helpers hold at CmdGroupFD and
 	// CountFD.
 	CmdGroup bool `json:"cmd_group,omitempty"`
+	// Quoted, on the wire only, says Argv, Env and Dir are in Go's quoted
+	// form (see quoteWords).
+	Quoted bool `json:"quoted,omitempty"`
 }
 
 // pathEnv is the command's PATH: the last PATH= of its environment, or

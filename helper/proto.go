@@ -1,11 +1,13 @@
 package helper
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -39,8 +41,11 @@ type Request struct {
 	// Final, on an exec, says it is the sandbox's only command (a one-shot
 	// run): the init confines itself and runs it directly, sparing one
 	// process start, and the sandbox ends with it.
-	Final bool      `json:"final,omitempty"`
-	Sent  time.Time `json:"-"`
+	Final bool `json:"final,omitempty"`
+	// Quoted, on the wire only, says Path and Pattern are in Go's quoted
+	// form (see quoteWords).
+	Quoted bool      `json:"quoted,omitempty"`
+	Sent   time.Time `json:"-"`
 }
 
 // Response answers the Request with the same ID.
@@ -48,19 +53,24 @@ type Response struct {
 	ID       uint64            `json:"id"`
 	Err      *WireError        `json:"err,omitempty"`
 	Info     *sandbox.FileInfo `json:"info,omitempty"`
-	Files    []string          `json:"files,omitempty"`
 	Status   *Status           `json:"status,omitempty"`
 	TimedOut bool              `json:"timed_out,omitempty"`
 	// Done, from a runner or a container helper's reaper, says it takes no
 	// further command.
 	Done bool `json:"done,omitempty"`
+	// Quoted, on the wire only, says Info.Path is in Go's quoted form (see
+	// quoteWords).
+	Quoted bool `json:"quoted,omitempty"`
 }
 
 // WireError carries a sandbox error across the boundary so that errors.Is
-// still works on the host.
+// still works on the host, and a path error is a *fs.PathError there too
+// (Op and Path set; Msg is then what went wrong with the path).
 type WireError struct {
 	Kind string `json:"kind"`
 	Msg  string `json:"msg"`
+	Op   string `json:"op,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
 var errKinds = []struct {
@@ -77,12 +87,18 @@ func ToWire(err error) *WireError {
 	if err == nil {
 		return nil
 	}
+	w := &WireError{Kind: "other", Msg: err.Error()}
 	for _, k := range errKinds {
 		if errors.Is(err, k.err) {
-			return &WireError{Kind: k.kind, Msg: err.Error()}
+			w.Kind = k.kind
+			break
 		}
 	}
-	return &WireError{Kind: "other", Msg: err.Error()}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Error() == err.Error() { // nothing said around it
+		w.Op, w.Path, w.Msg = pe.Op, pe.Path, pe.Err.Error()
+	}
+	return w
 }
 
 // Error turns the wire form back into an error matching the same sentinel.
@@ -90,12 +106,17 @@ func (w *WireError) Error() error {
 	if w == nil {
 		return nil
 	}
+	err := errors.New(w.Msg)
 	for _, k := range errKinds {
 		if k.kind == w.Kind {
-			return &remoteError{msg: w.Msg, is: k.err}
+			err = &remoteError{msg: w.Msg, is: k.err}
+			break
 		}
 	}
-	return errors.New(w.Msg)
+	if w.Op != "" {
+		return &fs.PathError{Op: w.Op, Path: w.Path, Err: err}
+	}
+	return err
 }
 
 type remoteError struct {
@@ -286,4 +307,30 @@ func (c *Conn) io(read bool, op func(fd int) error) error {
 		return c.rc.Read(retry)
 	}
 	return c.rc.Write(retry)
+}
+
+// MaxNamesBytes bounds a glob answer in bytes: MaxGlobResults matches at
+// the longest path, each with its separator.
+const MaxNamesBytes = sandbox.MaxGlobResults * (sandbox.MaxPathLen + 1)
+
+// JoinNames is how a glob answer travels, outside the JSON records (whose
+// size it could exceed, and which carry UTF-8 only): the names as they
+// are, NUL-separated (no name holds a NUL).
+func JoinNames(names []string) []byte {
+	var b bytes.Buffer
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(n)
+	}
+	return b.Bytes()
+}
+
+// SplitNames undoes JoinNames; no bytes are no names.
+func SplitNames(b []byte) []string {
+	if len(b) == 0 {
+		return []string{}
+	}
+	return strings.Split(string(b), "\x00")
 }

@@ -106,14 +106,7 @@ func (s *server) handle(req Request, passed []*os.File) {
 			res.Info = &fi
 		}
 	case "glob":
-		res.Files, err = s.files.Glob(ctx, req.Pattern)
-		kept := res.Files[:0]
-		for _, f := range res.Files {
-			if !s.denied(f) {
-				kept = append(kept, f)
-			}
-		}
-		res.Files = kept
+		err = s.glob(ctx, req, passed)
 	case "exec":
 		err = s.exec(req, passed, &res)
 	case "cancel":
@@ -131,36 +124,60 @@ func (s *server) handle(req Request, passed []*os.File) {
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
 	res.Err = ToWire(err)
-	_ = s.conn.Send(res)
+	if err := s.conn.Send(res); errors.Is(err, sandbox.ErrTooLarge) {
+		// An answer over MaxRecord must still be an answer: the host
+		// waits for one.
+		_ = s.conn.Send(Response{ID: req.ID, Err: ToWire(err)})
+	}
 }
 
-// read streams the file into the pipe the host passed.
+// read streams the file into the pipe the host passed. The init is in
+// the sandbox's memory limit: the file never sits in its memory whole.
 func (s *server) read(ctx context.Context, req Request, passed []*os.File, res *Response) error {
 	if len(passed) != 1 {
 		return errors.New("read needs one pipe")
 	}
-	data, fi, err := s.files.ReadStat(ctx, req.Path, req.Max)
+	fi, err := s.files.ReadTo(ctx, req.Path, req.Max, passed[0])
 	if err != nil {
 		return err
 	}
 	res.Info = &fi
-	_, err = passed[0].Write(data)
+	return nil
+}
+
+// glob writes the matches, less what the policy denies, into the pipe the
+// host passed (see JoinNames).
+func (s *server) glob(ctx context.Context, req Request, passed []*os.File) error {
+	if len(passed) != 1 {
+		return errors.New("glob needs one pipe")
+	}
+	files, err := s.files.Glob(ctx, req.Pattern)
+	if err != nil {
+		return err
+	}
+	kept := files[:0]
+	for _, f := range files {
+		if !s.denied(f) {
+			kept = append(kept, f)
+		}
+	}
+	_, err = passed[0].Write(JoinNames(kept))
 	return err
 }
 
-// write takes the content from the pipe the host passed.
+// write streams the content from the pipe the host passed into the file,
+// at most the policy's file size limit: the policy governs a write_file
+// as it governs a command's writes.
 func (s *server) write(ctx context.Context, req Request, passed []*os.File) error {
 	if len(passed) != 1 {
 		return errors.New("write needs one pipe")
 	}
-	data, err := io.ReadAll(io.LimitReader(passed[0], sandbox.MaxFileSize+1))
-	if err != nil {
-		return err
+	limit := int64(s.job.Policy.Limits.FileSize)
+	err := s.files.WriteFrom(ctx, req.Path, passed[0], limit)
+	if limit > 0 && limit < sandbox.MaxFileSize && errors.Is(err, sandbox.ErrTooLarge) {
+		return sandbox.PathError("write", req.Path, fmt.Errorf("more than the policy's file size limit of %d bytes: %w", limit, sandbox.ErrTooLarge))
 	}
-	if len(data) > sandbox.MaxFileSize {
-		return sandbox.PathError("write", req.Path, sandbox.ErrTooLarge)
-	}
-	return s.files.Write(ctx, req.Path, data)
+	return err
 }
 
 // final runs a one-shot sandbox's only command from the init itself:

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -227,6 +228,9 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 		if err := sandbox.CheckEnvVar(k, v); err != nil {
 			return p, err
 		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return p, configErr("environment variable %q=%q is not valid UTF-8", k, v)
+		}
 	}
 	if p.Dir == "" {
 		p.Dir = "/tmp"
@@ -266,6 +270,10 @@ func cleanPaths(in []string, cwd string) ([]string, error) {
 			return nil, configErr("empty path")
 		case strings.IndexByte(p, 0) >= 0:
 			return nil, configErr("path %q contains a NUL byte", p)
+		case !utf8.ValidString(p):
+			// Policies travel as JSON, which would turn such bytes into
+			// U+FFFD: a deny would name another path, and protect nothing.
+			return nil, configErr("path %q is not valid UTF-8: give the directory above it", p)
 		case len(p) > sandbox.MaxPathLen:
 			return nil, configErr("path is longer than %d bytes", sandbox.MaxPathLen)
 		case strings.HasPrefix(p, "~"):

@@ -122,6 +122,9 @@ func TestNormalizeErrors(t *testing.T) {
 		"nice":            {Nice: 20},
 		"negative nice":   {Nice: -5},
 		"nul":             {Read: []string{"/a\x00b"}},
+		"deny not utf-8":  {Deny: []string{"/w/secret\xff"}}, // JSON would make it another path
+		"dir not utf-8":   {Write: []string{"/w"}, Dir: "/w/\xfe"},
+		"env not utf-8":   {Env: map[string]string{"A": "\xff"}},
 		"empty path":      {Write: []string{""}},
 		"dir unreadable":  {Dir: "/home/me"},
 		"bad env":         {Env: map[string]string{"A=B": "x"}},

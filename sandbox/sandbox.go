@@ -53,6 +53,14 @@ type FileInfo struct {
 	ModTime time.Time   // last modification
 	Mode    fs.FileMode // permission bits and type bits
 	Kind    Kind
+	// Inode and Changed tell this version of the file from another of
+	// the same name, size and modification time (a file renamed or linked
+	// into its place, a modification time set back) where the tier knows
+	// them, and are zero where it does not: the inode number, and the last
+	// status change (ctime), which no program can set. The tools'
+	// read-before-write guard compares them.
+	Inode   uint64
+	Changed time.Time
 }
 
 // Sandbox is the contract shared by every tier. Implementations are safe for

@@ -27,9 +27,21 @@ type readTracker struct {
 	seen map[string]fileStamp
 }
 
+// fileStamp is what tells one version of a file from another (see
+// sandbox.FileInfo).
 type fileStamp struct {
-	mtime time.Time
-	size  int64
+	mtime, changed time.Time
+	size           int64
+	inode          uint64
+}
+
+func stampOf(fi sandbox.FileInfo) fileStamp {
+	return fileStamp{mtime: fi.ModTime, changed: fi.Changed, size: fi.Size, inode: fi.Inode}
+}
+
+// same reports whether s and o describe one version of a file.
+func (s fileStamp) same(o fileStamp) bool {
+	return s.mtime.Equal(o.mtime) && s.changed.Equal(o.changed) && s.size == o.size && s.inode == o.inode
 }
 
 func (r *readTracker) remember(path string, fi sandbox.FileInfo) {
@@ -38,7 +50,7 @@ func (r *readTracker) remember(path string, fi sandbox.FileInfo) {
 	if r.seen == nil {
 		r.seen = map[string]fileStamp{}
 	}
-	r.seen[path] = fileStamp{fi.ModTime, fi.Size}
+	r.seen[path] = stampOf(fi)
 }
 
 func (r *readTracker) lookup(path string) (fileStamp, bool) {
@@ -49,8 +61,9 @@ func (r *readTracker) lookup(path string) (fileStamp, bool) {
 }
 
 // checkOverwrite enforces read-before-write for an existing file: it must
-// have been read in this session and be unchanged since (same mtime and
-// size). A missing file passes. It returns the file's resolved key.
+// have been read in this session and be unchanged since (same size and
+// modification time, and where the tier knows them the same inode and
+// status change time). A missing file passes. It returns the file's resolved key.
 func (ts *Toolset) checkOverwrite(ctx context.Context, path string) (string, *Output) {
 	fi, err := ts.opts.Sandbox.Stat(ctx, path)
 	if errors.Is(err, sandbox.ErrNotFound) {
@@ -72,7 +85,7 @@ func (ts *Toolset) checkOverwrite(ctx context.Context, path string) (string, *Ou
 	case !ok:
 		o := failf("read %s before overwriting it", path)
 		return "", &o
-	case !stamp.mtime.Equal(fi.ModTime) || stamp.size != fi.Size:
+	case !stamp.same(stampOf(fi)):
 		o := failf("stale: %s changed since you read it; read it again first", path)
 		return "", &o
 	}

@@ -336,22 +336,15 @@ func (sc *streamConn) stat(ctx context.Context, rel string) (sandbox.FileInfo, e
 	return *res.Info, nil
 }
 
-// maxGlobBytes bounds a glob answer: every match of MaxGlobResults at the
-// longest path.
-const maxGlobBytes = sandbox.MaxGlobResults * (sandbox.MaxPathLen + 1)
-
 func (sc *streamConn) glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error) {
 	if dirsOnly {
 		pattern += "/"
 	}
-	_, data, err := sc.call(ctx, helper.StreamRequest{Op: "glob", Pattern: []byte(pattern)}, maxGlobBytes, nil)
+	_, data, err := sc.call(ctx, helper.StreamRequest{Op: "glob", Pattern: []byte(pattern)}, helper.MaxNamesBytes, nil)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) == 0 {
-		return []string{}, nil
-	}
-	return strings.Split(string(data), "\x00"), nil
+	return helper.SplitNames(data), nil
 }
 
 // exec runs one command over the stream: its input is sent within the

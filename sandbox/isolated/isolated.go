@@ -487,26 +487,35 @@ func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 // ReadStat reads (at most max bytes when max > 0) and describes a file in
 // one round trip; the content comes through a pipe, not the socket.
 func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
-	r, w, err := os.Pipe()
+	data, res, err := s.callWithOutput(ctx, helper.Request{Op: "read", Path: p, Max: max}, sandbox.MaxFileSize+1)
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
+	}
+	return data, *res.Info, nil
+}
+
+// callWithOutput makes a call whose output, at most limit bytes, the
+// init writes into a pipe passed with it, and returns both; a failed call
+// (or one whose answer is an error) is err.
+func (s *Sandbox) callWithOutput(ctx context.Context, req helper.Request, limit int64) ([]byte, helper.Response, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, helper.Response{}, err
 	}
 	defer r.Close()
 	got := make(chan []byte, 1)
 	go func() {
-		b, _ := io.ReadAll(io.LimitReader(r, sandbox.MaxFileSize+1))
+		b, _ := io.ReadAll(io.LimitReader(r, limit))
+		_, _ = io.Copy(io.Discard, r) // never leave the init blocked on a write
 		got <- b
 	}()
-	res, err := s.call(ctx, helper.Request{Op: "read", Path: p, Max: max}, w)
+	res, err := s.call(ctx, req, w)
 	w.Close() // the init's copy is closed after its answer; EOF follows
 	data := <-got
 	if err == nil {
 		err = res.Err.Error()
 	}
-	if err != nil {
-		return nil, sandbox.FileInfo{}, err
-	}
-	return data, *res.Info, nil
+	return data, res, err
 }
 
 // Write replaces a file inside the sandbox (atomically, creating parents),
@@ -545,18 +554,13 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 }
 
 // Glob matches inside the sandbox (see sandbox.Sandbox for the rules).
+// The matches come through a pipe, not the socket (see helper.JoinNames).
 func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
-	res, err := s.call(ctx, helper.Request{Op: "glob", Pattern: pattern})
-	if err == nil {
-		err = res.Err.Error()
-	}
+	data, _, err := s.callWithOutput(ctx, helper.Request{Op: "glob", Pattern: pattern}, helper.MaxNamesBytes)
 	if err != nil {
 		return nil, err
 	}
-	if res.Files == nil {
-		res.Files = []string{}
-	}
-	return res.Files, nil
+	return helper.SplitNames(data), nil
 }
 
 // Exec runs a command in the sandbox, in a PID namespace of its own: when

@@ -200,3 +200,35 @@ func TestExecHelperStreams(t *testing.T) {
 		})
 	}
 }
+
+// Arguments, environment values and the start directory reach a
+// session's command byte for byte, also when they are not UTF-8 (the
+// helpers' JSON records alone would turn those bytes into U+FFFD), through
+// the runner and through an exec helper alike.
+func TestSessionArgumentsNotUTF8(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.work, "d\xe9j\xe0")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, pol := range map[string]policy.Policy{
+		"runner":      e.pol,
+		"exec helper": e.pol.Extend(policy.Policy{Limits: policy.Limits{OpenFiles: 16}}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			sb := a2Session(t, pol)
+			r, err := sb.Exec(bg, sandbox.Command{
+				Args:    []string{"sh", "-c", `printf '%s|%s|%s' "$1" "$V" "$(pwd)"`, "sh", "a\xffb"},
+				Env:     map[string]string{"V": "\xfe"},
+				Dir:     dir,
+				Timeout: 20 * time.Second,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "a\xffb|\xfe|" + dir; string(r.Stdout) != want {
+				t.Errorf("got %q, want %q (stderr %q)", r.Stdout, want, r.Stderr)
+			}
+		})
+	}
+}

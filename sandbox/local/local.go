@@ -28,6 +28,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -183,37 +184,12 @@ func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 // describes it, with one open: the description is of the opened file,
 // taken before its content is read.
 func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
-	done, err := s.begin(ctx)
+	f, fi, release, err := s.openRead(ctx, p, max)
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
 	}
-	defer done()
-	rel, err := s.resolve("read", p)
-	if err != nil {
-		return nil, sandbox.FileInfo{}, err
-	}
-	// O_NONBLOCK: opening a FIFO planted in the root must not hang;
-	// O_NOCTTY: nor a terminal device become hutch's terminal.
-	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, sandbox.FileInfo{}, mapErr("read", p, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, sandbox.FileInfo{}, mapErr("read", p, err)
-	}
-	switch {
-	case fi.IsDir():
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrIsDir)
-	case dirOnly(p):
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrNotDir)
-	case !fi.Mode().IsRegular():
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
-	case fi.Size() > sandbox.MaxFileSize && (max <= 0 || max > sandbox.MaxFileSize):
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
-	}
-	want := fi.Size() + 1 // one more byte to see growth
+	defer release()
+	want := fi.Size + 1 // one more byte to see growth
 	if max > 0 && want > max {
 		want = max
 	}
@@ -242,11 +218,81 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 	if len(data) > sandbox.MaxFileSize {
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrTooLarge)
 	}
-	return data, infoOf(rel, fi), nil
+	return data, fi, nil
+}
+
+// ReadTo is ReadStat with the content copied to w instead of returned: it
+// never holds the file in memory (a session's init, in the sandbox's
+// memory limit, serves reads with it). The description comes first, and
+// a file that grows past sandbox.MaxFileSize while it is copied is
+// ErrTooLarge after w has had part of it.
+func (s *Sandbox) ReadTo(ctx context.Context, p string, max int64, w io.Writer) (sandbox.FileInfo, error) {
+	f, fi, release, err := s.openRead(ctx, p, max)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	defer release()
+	limit := int64(sandbox.MaxFileSize) + 1
+	if max > 0 && max < limit {
+		limit = max
+	}
+	n, err := io.Copy(w, io.LimitReader(f, limit))
+	switch {
+	case err != nil:
+		return sandbox.FileInfo{}, mapErr("read", p, err)
+	case n > sandbox.MaxFileSize:
+		return sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrTooLarge)
+	}
+	return fi, nil
+}
+
+// openRead opens p for ReadStat and ReadTo and describes the opened file;
+// release closes it and ends the call (see begin). A directory, a file
+// named as a directory, anything but a regular file, and a file over
+// sandbox.MaxFileSize when more than that is wanted are errors.
+func (s *Sandbox) openRead(ctx context.Context, p string, max int64) (f *os.File, info sandbox.FileInfo, release func(), err error) {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return nil, info, nil, err
+	}
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	rel, err := s.resolve("read", p)
+	if err != nil {
+		return nil, info, nil, err
+	}
+	// O_NONBLOCK: opening a FIFO planted in the root must not hang;
+	// O_NOCTTY: nor a terminal device become hutch's terminal.
+	f, err = s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, info, nil, mapErr("read", p, err)
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		err = mapErr("read", p, err)
+	case fi.IsDir():
+		err = sandbox.PathError("read", p, sandbox.ErrIsDir)
+	case dirOnly(p):
+		err = sandbox.PathError("read", p, sandbox.ErrNotDir)
+	case !fi.Mode().IsRegular():
+		err = sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
+	case fi.Size() > sandbox.MaxFileSize && (max <= 0 || max > sandbox.MaxFileSize):
+		err = sandbox.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+	}
+	if err != nil {
+		f.Close()
+		return nil, info, nil, err
+	}
+	return f, infoOf(rel, fi), func() { f.Close(); done() }, nil
 }
 
 func infoOf(rel string, fi fs.FileInfo) sandbox.FileInfo {
-	return sandbox.FileInfo{Path: rel, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode(), Kind: kindOf(fi.Mode())}
+	ino, changed := identity(fi)
+	return sandbox.FileInfo{Path: rel, Size: fi.Size(), ModTime: fi.ModTime(), Mode: fi.Mode(), Kind: kindOf(fi.Mode()), Inode: ino, Changed: changed}
 }
 
 // Write replaces the file atomically: the data goes to a temporary file in
@@ -255,6 +301,27 @@ func infoOf(rel string, fi fs.FileInfo) sandbox.FileInfo {
 // A hard link to a file outside the root is replaced, never written
 // through.
 func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
+	return s.write(ctx, p, bytes.NewReader(data), int64(len(data)), sandbox.MaxFileSize)
+}
+
+// WriteFrom is Write with the content read from r, at most limit bytes
+// (sandbox.MaxFileSize when limit is 0 or more than that): more is
+// ErrTooLarge and leaves the file as it was. The content is copied, never
+// held whole in memory (a session's init, in the sandbox's memory limit,
+// serves writes with it).
+func (s *Sandbox) WriteFrom(ctx context.Context, p string, r io.Reader, limit int64) error {
+	if limit <= 0 || limit > sandbox.MaxFileSize {
+		limit = sandbox.MaxFileSize
+	}
+	return s.write(ctx, p, r, -1, limit)
+}
+
+// errOverLimit is writeSynced's: the content went past its limit.
+var errOverLimit = errors.New("over the limit")
+
+// write is Write and WriteFrom: size is the content's length when known
+// (else -1), checked before anything is touched.
+func (s *Sandbox) write(ctx context.Context, p string, r io.Reader, size, limit int64) error {
 	done, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -264,8 +331,8 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(data) > sandbox.MaxFileSize {
-		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+	if size > limit {
+		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", size, limit, sandbox.ErrTooLarge))
 	}
 	target, err := s.followLinks(rel)
 	if err != nil {
@@ -307,19 +374,27 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	if err != nil {
 		return mapErr("write", p, err)
 	}
-	err = writeSynced(f, data, mode)
+	err = writeSynced(f, r, limit, mode)
 	if err == nil {
 		err = d.Rename(tmp, base)
 	}
 	if err != nil {
 		_ = d.Remove(tmp)
+		if errors.Is(err, errOverLimit) {
+			return sandbox.PathError("write", p, fmt.Errorf("more than the %d byte limit: %w", limit, sandbox.ErrTooLarge))
+		}
 		return mapErr("write", p, err)
 	}
 	return nil
 }
 
-func writeSynced(f *os.File, data []byte, mode fs.FileMode) error {
-	_, err := f.Write(data)
+// writeSynced copies at most limit bytes of r to f (errOverLimit when r
+// has more), sets mode, syncs and closes f.
+func writeSynced(f *os.File, r io.Reader, limit int64, mode fs.FileMode) error {
+	n, err := io.Copy(f, io.LimitReader(r, limit+1))
+	if err == nil && n > limit {
+		err = errOverLimit
+	}
 	if err == nil {
 		err = f.Chmod(mode) // exact bits, whatever the umask
 	}

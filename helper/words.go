@@ -1,0 +1,131 @@
+package helper
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// JSON carries strings as UTF-8: Go's encoder turns any byte that is no
+// UTF-8 into U+FFFD, so a name like "a\xff" would reach the other side as
+// another name (a read of another file, a command with other arguments).
+// The messages that carry names, arguments and environments therefore
+// send them in Go's quoted form (strconv.Quote), marked "quoted", when
+// any of them is not UTF-8; the receiving side unquotes them. Valid UTF-8,
+// by far the usual case, goes as it is.
+
+// quoteWords replaces each of ws by its quoted form when any of them is
+// not UTF-8, and reports whether it did.
+func quoteWords(ws ...*string) bool {
+	if !slices.ContainsFunc(ws, func(w *string) bool { return !utf8.ValidString(*w) }) {
+		return false
+	}
+	for _, w := range ws {
+		*w = strconv.Quote(*w)
+	}
+	return true
+}
+
+// unquoteWords undoes quoteWords.
+func unquoteWords(ws ...*string) error {
+	for _, w := range ws {
+		u, err := strconv.Unquote(*w)
+		if err != nil {
+			return fmt.Errorf("a quoted word %.40q: %w", *w, err)
+		}
+		*w = u
+	}
+	return nil
+}
+
+// words are the job's strings that quoteWords covers: the command's
+// arguments, environment and start directory. (A policy's paths are
+// UTF-8: policy.Normalize refuses others.)
+func (j *Job) words() []*string {
+	ws := make([]*string, 0, len(j.Argv)+len(j.Env)+1)
+	for i := range j.Argv {
+		ws = append(ws, &j.Argv[i])
+	}
+	for i := range j.Env {
+		ws = append(ws, &j.Env[i])
+	}
+	return append(ws, &j.Dir)
+}
+
+// MarshalJSON encodes the job with its words quoted when they need it.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job                                            // the same fields, without these methods
+	j.Argv, j.Env = slices.Clone(j.Argv), slices.Clone(j.Env) // the caller's stay as they are
+	j.Quoted = quoteWords(j.words()...)
+	return json.Marshal(plain(j))
+}
+
+// UnmarshalJSON decodes a job, strictly (an unknown field is an error),
+// and unquotes its words.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type plain Job
+	if err := strictJSON(b, (*plain)(j)); err != nil {
+		return err
+	}
+	if j.Quoted {
+		j.Quoted = false
+		return unquoteWords(j.words()...)
+	}
+	return nil
+}
+
+// MarshalJSON encodes the request with its path and pattern quoted when
+// they need it (its job quotes its own words).
+func (r Request) MarshalJSON() ([]byte, error) {
+	type plain Request
+	r.Quoted = quoteWords(&r.Path, &r.Pattern)
+	return json.Marshal(plain(r))
+}
+
+// UnmarshalJSON decodes a request and unquotes its path and pattern.
+func (r *Request) UnmarshalJSON(b []byte) error {
+	type plain Request
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if r.Quoted {
+		r.Quoted = false
+		return unquoteWords(&r.Path, &r.Pattern)
+	}
+	return nil
+}
+
+// MarshalJSON encodes the response with its file's path quoted when it
+// needs it.
+func (r Response) MarshalJSON() ([]byte, error) {
+	type plain Response
+	if r.Info != nil && !utf8.ValidString(r.Info.Path) {
+		info := *r.Info
+		r.Info, r.Quoted = &info, quoteWords(&info.Path)
+	}
+	return json.Marshal(plain(r))
+}
+
+// UnmarshalJSON decodes a response and unquotes its file's path.
+func (r *Response) UnmarshalJSON(b []byte) error {
+	type plain Response
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	if r.Quoted && r.Info != nil {
+		r.Quoted = false
+		return unquoteWords(&r.Info.Path)
+	}
+	r.Quoted = false
+	return nil
+}
+
+// strictJSON decodes b into v, refusing unknown fields.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
