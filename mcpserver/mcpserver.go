@@ -61,11 +61,18 @@ func New(cfg Config) (*mcp.Server, error) {
 		Instructions: instructions(cfg.Tools),
 		Capabilities: &mcp.ServerCapabilities{},
 	})
+	calls := make(chan struct{}, MaxCallsInFlight)
 	for _, t := range ts.Tools() {
-		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(ts, t.Name, cfg.StorePath))
+		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(ts, t.Name, cfg.StorePath, calls))
 	}
 	return srv, nil
 }
+
+// MaxCallsInFlight bounds the tool calls one session runs at once (the
+// SDK starts each on its own): each holds memory (a command's output, a
+// file), so a client cannot multiply that without end. Further calls wait
+// their turn, or their cancellation.
+const MaxCallsInFlight = 16
 
 // instructions tells the model where its tools act and what they may do.
 func instructions(o tool.Options) string {
@@ -88,8 +95,14 @@ func instructions(o tool.Options) string {
 	return strings.Join(parts, "\n")
 }
 
-func handler(ts *tool.Toolset, name, storePath string) mcp.ToolHandler {
+func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		select {
+		case calls <- struct{}{}:
+			defer func() { <-calls }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		// A bug in a tool must cost one call, never the server: the SDK
 		// does not recover handler panics.
 		defer func() {
@@ -186,10 +199,44 @@ func Asker(ctx context.Context, req permission.Request) (bool, error) {
 	if ss == nil {
 		return false, errors.New("no MCP session to ask through")
 	}
-	if p := ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return false, errors.New("the MCP client cannot ask the user (it did not declare elicitation); use another mode or a client that supports elicitation")
 	}
+	if e := p.Capabilities.Elicitation; e.Form == nil && e.URL != nil {
+		// The SDK's own rule: "url" alone means no forms, and hutch asks
+		// with a form.
+		return false, errors.New("the MCP client cannot ask the user with a form (it declared URL elicitation only); use another mode or a client that supports form elicitation")
+	}
+	if p.ProtocolVersion < multiRoundTripVersion {
+		// A client before multi-round-trip tool calls is asked here, not
+		// by the SDK's stand-in for it: the wait is bounded (a client that
+		// went away while asked holds no call, and no session, past
+		// questionTTL), and a failed question is a denial the audit log
+		// records, not a protocol error.
+		ctx, cancel := context.WithTimeout(ctx, questionTTL)
+		defer cancel()
+		res, err := ss.Elicit(ctx, question(req))
+		if err != nil {
+			return false, fmt.Errorf("the MCP client did not answer: %w", err)
+		}
+		return res.Action == "accept", nil
+	}
 	return false, &askNeeded{req: req}
+}
+
+// multiRoundTripVersion is the first MCP version whose clients answer a
+// tool's input requests themselves.
+const multiRoundTripVersion = "2026-07-28"
+
+// question is the form that asks the human about req: no fields; accept
+// allows, decline or cancel denies.
+func question(req permission.Request) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Mode:            "form",
+		Message:         "hutch: " + tool.Question(req),
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+	}
 }
 
 func askResult(req permission.Request) (*mcp.CallToolResult, error) {
@@ -198,12 +245,8 @@ func askResult(req permission.Request) (*mcp.CallToolResult, error) {
 		return textResult("cannot ask about this call: "+err.Error(), true), nil
 	}
 	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{askInputID: &mcp.ElicitParams{
-			Mode:            "form",
-			Message:         "hutch: " + tool.Question(req),
-			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
-		}},
-		RequestState: signState(key),
+		InputRequests: mcp.InputRequestMap{askInputID: question(req)},
+		RequestState:  signState(key),
 	}, nil
 }
 
@@ -227,10 +270,11 @@ var issued = struct {
 // privileged tool without end and never answers cannot grow the server's
 // memory. Past it, the oldest question is forgotten (its answer, should
 // one come, is then refused as unknown).
-const (
-	questionTTL  = 30 * time.Minute
-	maxQuestions = 1024
-)
+const maxQuestions = 1024
+
+// questionTTL is how long a question waits for its answer (a variable for
+// tests).
+var questionTTL = 30 * time.Minute
 
 func remember(body string) {
 	issued.Lock()
@@ -305,16 +349,80 @@ func ServeStdio(ctx context.Context, cfg Config) error {
 // Handler serves the streamable HTTP transport; each session gets its own
 // toolset. Requests through a localhost address with a foreign Host header
 // (DNS rebinding) and cross-origin browser requests are refused.
+//
+// Sessions are bounded: one with no request for SessionIdle is closed (a
+// client that comes back starts a new one), and while MaxSessions are
+// open a new one is refused (503) with a line saying so.
 func Handler(cfg Config) (http.Handler, error) {
-	if _, err := New(cfg); err != nil { // fail at start, not per session
+	// The SDK asks for a server on every request (also to check the
+	// protocol version), not only for a new session: a server with its own
+	// toolset is made once per new session, here, and handed to the SDK
+	// through the request's context; every other request gets template.
+	template, err := New(cfg)
+	if err != nil {
 		return nil, err
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-		srv, err := New(cfg)
-		if err != nil {
-			return nil // 400; cannot happen after the check above
+	var open openSessions
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if srv, ok := r.Context().Value(newServerKey{}).(*mcp.Server); ok {
+			return srv
 		}
-		return srv
-	}, nil)
-	return http.NewCrossOriginProtection().Handler(h), nil
+		return template
+	}, &mcp.StreamableHTTPOptions{SessionTimeout: SessionIdle})
+	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			if open.count() >= MaxSessions {
+				http.Error(w, fmt.Sprintf("hutch: %d MCP sessions are open, the most it serves at once: end one (DELETE) or wait until an idle one closes (after %v)", MaxSessions, SessionIdle), http.StatusServiceUnavailable)
+				return
+			}
+			srv, err := New(cfg)
+			if err != nil { // cannot happen after the check above
+				http.Error(w, "hutch: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			open.add(srv)
+			r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, srv))
+		}
+		h.ServeHTTP(w, r)
+	})
+	return http.NewCrossOriginProtection().Handler(limited), nil
+}
+
+// SessionIdle and MaxSessions bound the HTTP transport's sessions, each a
+// toolset with its own memory (see Handler).
+const (
+	SessionIdle = 30 * time.Minute
+	MaxSessions = 256
+)
+
+// newServerKey holds, in a new session's request, the server made for it.
+type newServerKey struct{}
+
+// openSessions counts the HTTP sessions open: the per-session servers
+// that still have one.
+type openSessions struct {
+	mu      sync.Mutex
+	servers []*mcp.Server
+}
+
+func (o *openSessions) add(s *mcp.Server) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.servers = append(o.servers, s)
+}
+
+// count forgets the servers whose session ended and counts the rest.
+func (o *openSessions) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept := o.servers[:0]
+	for _, s := range o.servers {
+		for range s.Sessions() {
+			kept = append(kept, s)
+			break
+		}
+	}
+	clear(o.servers[len(kept):])
+	o.servers = kept
+	return len(kept)
 }

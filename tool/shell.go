@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -33,22 +34,38 @@ var ansiRE = sync.OnceValue(func() *regexp.Regexp {
 // are kept, behind a "[truncated N lines]" marker; then at most maxChars
 // characters (the end is kept, never cutting a character).
 func Truncate(s string, maxLines, maxChars int) string {
+	// Counted and cut in place: a stream of up to a mebibyte of short lines
+	// costs no per-line or per-character copies.
 	s = ansiRE().ReplaceAllString(s, "")
-	lines := strings.Split(s, "\n")
-	trailing := len(lines) > 0 && lines[len(lines)-1] == ""
-	if trailing {
-		lines = lines[:len(lines)-1]
+	maxLines, maxChars = max(maxLines, 0), max(maxChars, 0)
+	body, trailing := strings.CutSuffix(s, "\n")
+	lines := 0
+	if s != "" {
+		lines = strings.Count(body, "\n") + 1
 	}
-	if len(lines) > maxLines {
-		dropped := len(lines) - maxLines
-		lines = append([]string{fmt.Sprintf("[truncated %d lines]", dropped)}, lines[dropped:]...)
-		s = strings.Join(lines, "\n")
+	if lines > maxLines {
+		dropped := lines - maxLines
+		keep := body
+		for range dropped {
+			_, keep, _ = strings.Cut(keep, "\n")
+		}
+		s = fmt.Sprintf("[truncated %d lines]", dropped)
+		if maxLines > 0 {
+			s += "\n" + keep
+		}
 		if trailing {
 			s += "\n"
 		}
 	}
-	if r := []rune(s); len(r) > maxChars {
-		s = string(r[len(r)-maxChars:])
+	// The last maxChars characters; a byte that is no UTF-8 counts as one
+	// and becomes U+FFFD.
+	i := len(s)
+	for n := 0; n < maxChars && i > 0; n++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	if i > 0 {
+		s = string([]rune(s[i:]))
 	}
 	return s
 }

@@ -337,6 +337,16 @@ func TestTruncate(t *testing.T) {
 		{"chars keep the end", "abcdef", "def", 10, 3},
 		{"chars never cut a rune", "ééééé", "ééé", 10, 3},
 		{"exactly max lines", lines(3), lines(3), 3, 100},
+		{"empty", "", "", 3, 100},
+		{"one newline", "\n", "\n", 3, 100},
+		{"empty lines", "\n\n\n\n", "[truncated 2 lines]\n\n\n", 2, 100},
+		{"no lines kept", lines(2), "[truncated 2 lines]\n", 0, 100},
+		{"no lines kept, no trailing newline", "1\n2", "[truncated 2 lines]", 0, 100},
+		{"negative lines", "ab\n", "[truncated 1 lines]\n", -1, 100},
+		{"no chars", "ab\n", "", 10, 0},
+		{"bad UTF-8 counts as one", "ab\xff\xfecd", "\ufffd\ufffdcd", 10, 4},
+		{"bad UTF-8 kept when nothing is cut", "a\xff", "a\xff", 10, 4},
+		{"lines, then chars", lines(5), "4\n5\n", 2, 4},
 	}
 	for _, c := range cases {
 		if got := tool.Truncate(c.in, c.maxLines, c.max); got != c.want {
