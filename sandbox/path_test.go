@@ -159,6 +159,12 @@ func TestCleanPattern(t *testing.T) {
 		{"/r", "/r/**/", "**", true, nil},
 		{"/r", "/r/", ".", true, nil},
 		{"/r", "/r/*.txt", "*.txt", false, nil},
+		// Runs of ** are one (they match the same; each more multiplies
+		// the work).
+		{"/", "**/**/**/*.go", "**/*.go", false, nil},
+		{"/", "t/**/**/x/**/**", "t/**/x/**", false, nil},
+		{"/", "**/**/", "**", true, nil},
+		{"/", "a**/**/b", "a**/**/b", false, nil},
 
 		// Bad syntax.
 		{"/", "[", "", false, sandbox.ErrInvalidPath},

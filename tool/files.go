@@ -360,8 +360,22 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if err != nil {
 		return failf("%s", describeErr(err)), nil
 	}
+	// An answer is bounded like a read: the first matches up to
+	// MaxGlobBytes of names, and how many more there are. A whole
+	// node_modules (90000 names) made one MCP message over the client's
+	// line limit, which ended the session.
+	size := 0
+	for i, f := range files {
+		if size += len(f) + 4; size > MaxGlobBytes { // the quotes and comma around it, roughly
+			return structured(map[string]any{"files": files[:i], "more": len(files) - i,
+				"note": fmt.Sprintf("%d more matches not shown: narrow the pattern", len(files)-i)}), nil
+		}
+	}
 	return structured(map[string]any{"files": files}), nil
 }
+
+// MaxGlobBytes bounds the names one glob answer lists (see globFiles).
+const MaxGlobBytes = 100_000
 
 // previewBytes bounds how much of a write a question shows.
 const previewBytes = 600

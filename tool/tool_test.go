@@ -410,3 +410,33 @@ func TestGuardBeforeGate(t *testing.T) {
 		t.Errorf("a call the guard refused created %d approval requests", len(list))
 	}
 }
+
+// A glob answer lists at most MaxGlobBytes of names, then says how many
+// more matched (review 15c: 90000 names made one MCP message over the
+// client's line limit, which ended the session).
+func TestGlobAnswerIsBounded(t *testing.T) {
+	sb := virtual.New()
+	const n = 3000
+	name := strings.Repeat("x", 60)
+	for i := range n {
+		if err := sb.Write(bg, fmt.Sprintf("d/%s%04d", name, i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := toolset(t, sb, permission.Config{Mode: permission.Auto})
+	out := call(t, ts, "glob", map[string]any{"pattern": "d/*"})
+	var got struct {
+		Files []string `json:"files"`
+		More  int      `json:"more"`
+		Note  string   `json:"note"`
+	}
+	if err := json.Unmarshal([]byte(out.Text), &got); err != nil {
+		t.Fatalf("%v: %.200s", err, out.Text)
+	}
+	if len(out.Text) > tool.MaxGlobBytes+1000 || len(got.Files)+got.More != n || got.More == 0 || !strings.Contains(got.Note, "narrow the pattern") {
+		t.Errorf("answer of %d bytes: %d files, %d more, note %q; want at most about %d bytes, %d in all", len(out.Text), len(got.Files), got.More, got.Note, tool.MaxGlobBytes, n)
+	}
+	if out := call(t, ts, "glob", map[string]any{"pattern": "d/*0001"}); !strings.Contains(out.Text, "0001") || strings.Contains(out.Text, "more") {
+		t.Errorf("a small answer: %s", out.Text)
+	}
+}
