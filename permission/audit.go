@@ -31,6 +31,9 @@ type AuditEntry struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
+// MaxAuditText bounds an audit line's Detail and Reason, in bytes.
+const MaxAuditText = 4096
+
 // AuditLog appends entries to a file, one JSON object per line. Each entry
 // is written with a single append, so lines from several processes sharing
 // the file do not interleave. It is safe for concurrent use.
@@ -57,8 +60,10 @@ func OpenAudit(path string) (*AuditLog, error) {
 	return &AuditLog{f: f}, nil
 }
 
-// Record appends e.
+// Record appends e, its Detail and Reason cut to MaxAuditText bytes each
+// (see shorten): no call makes a line of megabytes.
 func (a *AuditLog) Record(e AuditEntry) error {
+	e.Detail, e.Reason = shorten(e.Detail, MaxAuditText), shorten(e.Reason, MaxAuditText)
 	line, err := json.Marshal(e)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ package permission
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,11 +142,30 @@ func Printable(s string) string {
 	return strconv.Quote(s) // a byte that is no UTF-8 too (0x9b: a terminal's CSI)
 }
 
+// describe names the request in a reason the agent reads, its detail cut
+// to maxDescribed bytes: a 16 MiB command is not echoed back whole.
 func (r Request) describe() string {
 	if r.Detail == "" {
 		return string(r.Capability)
 	}
-	return fmt.Sprintf("%s (%s)", r.Capability, r.Detail)
+	return fmt.Sprintf("%s (%s)", r.Capability, shorten(r.Detail, maxDescribed))
+}
+
+const maxDescribed = 1000
+
+// shorten is s when it has at most n bytes, else its first n bytes (never
+// cutting a character) and how long s is, with a digest of it so that two
+// long texts with one beginning are told apart.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%s... [%d bytes in all, sha256 %x]", s[:cut], len(s), sum[:8])
 }
 
 // Decision is the gate's answer.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -438,5 +439,46 @@ func TestOpenStoreNotAStore(t *testing.T) {
 	_, err := permission.OpenStore(path)
 	if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "move it aside or give another --store") {
 		t.Fatalf("OpenStore of a text file: %v", err)
+	}
+}
+
+// A long detail (a 1 MiB command) is cut in the reason the agent reads
+// and in the audit line, with its length and a digest; a short one is
+// whole (review 15c: 15 MiB requests made 15 MiB audit lines and answers).
+func TestLongDetailIsCut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := permission.OpenAudit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close()
+	no := func(context.Context, permission.Request) (bool, error) { return false, nil }
+	g, err := permission.New(permission.Config{Mode: permission.Ask, Asker: no, Audit: audit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", 1<<19) // 1 MiB, two bytes a character
+	for _, c := range []struct {
+		detail string
+		cut    bool
+	}{{"echo short", false}, {long, true}} {
+		d, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: c.detail, Tool: "shell"})
+		if err != nil || d.Allowed {
+			t.Fatalf("%v %v", d, err)
+		}
+		if got := strings.Contains(d.Reason, "bytes in all, sha256"); got != c.cut || len(d.Reason) > 1200 || !utf8.ValidString(d.Reason) {
+			t.Errorf("reason of %d bytes (cut %v, want %v): %.80q...", len(d.Reason), got, c.cut, d.Reason)
+		}
+		if !c.cut && !strings.Contains(d.Reason, c.detail) {
+			t.Errorf("a short detail is not whole in %q", d.Reason)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || len(lines[1]) > 3*permission.MaxAuditText || !strings.Contains(lines[1], fmt.Sprintf("%d bytes in all", len(long))) || !strings.Contains(lines[0], `"detail":"echo short"`) {
+		t.Errorf("audit: %d lines, the second of %d bytes: %.300s", len(lines), len(lines[len(lines)-1]), b)
 	}
 }
