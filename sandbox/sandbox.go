@@ -17,7 +17,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"time"
 )
@@ -155,6 +157,31 @@ func ReadStat(ctx context.Context, sb Sandbox, path string, max int64) ([]byte, 
 		data = data[:max]
 	}
 	return data, fi, err
+}
+
+// Streamer is implemented by tiers that can hand a file's content over as
+// it is read, never whole in memory (a line window of a large log needs
+// no more than the window).
+type Streamer interface {
+	// ReadStream calls fn with a reader of the file at path, with the
+	// checks and errors of ReadStat; fn may stop reading early. The
+	// description is of the file as it was opened. An error from fn is
+	// returned unless reading the file failed.
+	ReadStream(ctx context.Context, path string, fn func(io.Reader) error) (FileInfo, error)
+}
+
+// ReadStream streams the file at path to fn when sb is a Streamer;
+// otherwise it reads the file whole (ReadStat) and hands fn a reader of
+// that.
+func ReadStream(ctx context.Context, sb Sandbox, path string, fn func(io.Reader) error) (FileInfo, error) {
+	if st, ok := sb.(Streamer); ok {
+		return st.ReadStream(ctx, path, fn)
+	}
+	data, fi, err := ReadStat(ctx, sb, path, 0)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return fi, fn(bytes.NewReader(data))
 }
 
 // Scoper is implemented by tiers whose Root alone does not say what a call

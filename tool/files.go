@@ -1,11 +1,13 @@
 package tool
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -119,30 +121,41 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if out, ok, err := ts.gate(ctx, permission.Read, "read_file", a.Path, a); !ok {
 		return out, err
 	}
-	// Without a line window only the start of the file is needed: read
-	// just that much, however large the file is.
-	windowed := a.Offset > 1 || a.Limit > 0
-	var max int64 = MaxReadBytes + utf8.UTFMax
-	if windowed {
-		max = 0
-	}
 	// The stamp describes the file no later than its content: if it changes
 	// in between, a later write is refused as stale, never let through.
-	data, fi, err := sandbox.ReadStat(ctx, ts.opts.Sandbox, a.Path, max)
+	var (
+		fi     sandbox.FileInfo
+		err    error
+		text   string
+		binary bool
+	)
+	if a.Offset > 1 || a.Limit > 0 {
+		// A line window streams the file: it holds no more than the
+		// window shown, however large the file (a window of a 100 MB log
+		// used to read all of it into memory).
+		fi, err = sandbox.ReadStream(ctx, ts.opts.Sandbox, a.Path, func(r io.Reader) error {
+			var werr error
+			text, binary, werr = lineWindow(r, a.Offset, a.Limit)
+			return werr
+		})
+	} else {
+		// Without one only the start of the file is needed: read just
+		// that much, however large the file is.
+		var data []byte
+		data, fi, err = sandbox.ReadStat(ctx, ts.opts.Sandbox, a.Path, MaxReadBytes+utf8.UTFMax)
+		text, binary = capText(data, fi.Size), isBinary(data)
+	}
 	if err != nil {
 		return failf("%s", describeErr(asOp("read", err))), nil
 	}
 	ts.seen.remember(fi.Path, fi)
-	if isBinary(data) {
+	if binary {
 		return Output{
 			Text: fmt.Sprintf("%s is a binary file (%d bytes); not shown", a.Path, fi.Size),
 			Data: map[string]any{"path": fi.Path, "binary": true, "size": fi.Size},
 		}, nil
 	}
-	if windowed {
-		return Output{Text: lineWindow(data, a.Offset, a.Limit)}, nil
-	}
-	return Output{Text: capText(data, fi.Size)}, nil
+	return Output{Text: text}, nil
 }
 
 // asOp renames the operation of a path error, so the model reads "read x:
@@ -156,9 +169,12 @@ func asOp(op string, err error) error {
 	return err
 }
 
-// isBinary: a NUL byte, or invalid UTF-8, in the first 8 KiB.
+// binaryHead is how much of a file isBinary looks at.
+const binaryHead = 8192
+
+// isBinary: a NUL byte, or invalid UTF-8, in the first binaryHead bytes.
 func isBinary(b []byte) bool {
-	head := b[:min(len(b), 8192)]
+	head := b[:min(len(b), binaryHead)]
 	if bytes.IndexByte(head, 0) >= 0 {
 		return true
 	}
@@ -182,42 +198,64 @@ func trimPartialRune(b []byte) []byte {
 	return b
 }
 
-// lineWindow returns lines offset (1-based) to offset+limit-1 (to the end
-// when limit is 0), saying what was left, then caps the text. It scans for
-// line ends instead of splitting, so a file of many short lines costs no
-// more memory than its bytes.
-func lineWindow(data []byte, offset, limit int) string {
-	lines := bytes.Count(data, []byte{'\n'})
-	if len(data) > 0 && data[len(data)-1] != '\n' {
+// lineWindow reads r to its end and returns lines offset (1-based) to
+// offset+limit-1 (to the end when limit is 0), saying what was left, with
+// the text capped; binary reports a file that is (see isBinary). It holds
+// the file's first 8 KiB and the shown part of the window, never more.
+func lineWindow(r io.Reader, offset, limit int) (text string, binary bool, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	start := max(offset, 1) - 1
+	var (
+		head, shown []byte // the file's start (for isBinary), the window's
+		window      int64  // the window's size
+		line        int    // the line the next byte is on (0-based)
+		last        byte   // the last byte read
+		read        int64
+	)
+	for {
+		piece, rerr := br.ReadSlice('\n')
+		if len(piece) > 0 {
+			read += int64(len(piece))
+			last = piece[len(piece)-1]
+			if n := binaryHead + 1 - len(head); n > 0 {
+				head = append(head, piece[:min(n, len(piece))]...)
+			}
+			if line >= start && (limit == 0 || line-start < limit) {
+				window += int64(len(piece))
+				if n := MaxReadBytes + utf8.UTFMax - len(shown); n > 0 {
+					shown = append(shown, piece[:min(n, len(piece))]...)
+				}
+			}
+			if last == '\n' {
+				line++
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil && rerr != bufio.ErrBufferFull {
+			return "", false, rerr
+		}
+	}
+	if isBinary(head) {
+		return "", true, nil
+	}
+	lines := line
+	if read > 0 && last != '\n' {
 		lines++
 	}
-	start := max(offset, 1) - 1
 	if start >= lines {
-		return fmt.Sprintf("[the file has %d lines; offset %d is past the end]", lines, offset)
+		return fmt.Sprintf("[the file has %d lines; offset %d is past the end]", lines, offset), false, nil
 	}
 	end := lines
 	if limit > 0 && limit < lines-start { // compared, not added: no overflow
 		end = start + limit
 	}
-	text := data[lineStart(data, start):lineStart(data, end)]
-	out := capText(text, int64(len(text)))
+	text = capText(shown, window)
 	if end < lines {
-		out += fmt.Sprintf("\n[lines %d-%d of %d; use offset %d to read on]", start+1, end, lines, end+1)
+		text += fmt.Sprintf("\n[lines %d-%d of %d; use offset %d to read on]", start+1, end, lines, end+1)
 	}
-	return out
-}
-
-// lineStart is the byte offset where line n (0-based) begins, or len(data).
-func lineStart(data []byte, n int) int {
-	pos := 0
-	for ; n > 0; n-- {
-		i := bytes.IndexByte(data[pos:], '\n')
-		if i < 0 {
-			return len(data)
-		}
-		pos += i + 1
-	}
-	return pos
+	return text, false, nil
 }
 
 // capText returns text, cut at MaxReadBytes without splitting a character

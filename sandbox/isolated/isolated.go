@@ -494,6 +494,36 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 	return data, *res.Info, nil
 }
 
+// ReadStream hands fn the file's content as the init reads it into a
+// pipe (see sandbox.Streamer); what fn leaves unread is drained.
+func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) error) (sandbox.FileInfo, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	defer r.Close()
+	type answer struct {
+		res helper.Response
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := s.call(ctx, helper.Request{Op: "read", Path: p}, w)
+		w.Close() // the init's copy is closed after its answer; EOF follows
+		done <- answer{res, err}
+	}()
+	ferr := fn(io.LimitReader(r, sandbox.MaxFileSize))
+	_, _ = io.Copy(io.Discard, r) // never leave the init blocked on a write
+	a := <-done
+	if a.err == nil {
+		a.err = a.res.Err.Error()
+	}
+	if a.err != nil {
+		return sandbox.FileInfo{}, a.err
+	}
+	return *a.res.Info, ferr
+}
+
 // callWithOutput makes a call whose output, at most limit bytes, the
 // init writes into a pipe passed with it, and returns both; a failed call
 // (or one whose answer is an error) is err.

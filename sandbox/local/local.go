@@ -246,7 +246,18 @@ func (s *Sandbox) ReadTo(ctx context.Context, p string, max int64, w io.Writer) 
 	return fi, nil
 }
 
-// openRead opens p for ReadStat and ReadTo and describes the opened file;
+// ReadStream hands fn the open file, at most sandbox.MaxFileSize bytes of
+// it (see sandbox.Streamer).
+func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) error) (sandbox.FileInfo, error) {
+	f, fi, release, err := s.openRead(ctx, p, 0)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	defer release()
+	return fi, fn(io.LimitReader(f, sandbox.MaxFileSize))
+}
+
+// openRead opens p for ReadStat, ReadTo and ReadStream and describes the opened file;
 // release closes it and ends the call (see begin). A directory, a file
 // named as a directory, anything but a regular file, and a file over
 // sandbox.MaxFileSize when more than that is wanted are errors.

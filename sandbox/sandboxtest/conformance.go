@@ -215,6 +215,32 @@ func testStat(t *testing.T, sb sandbox.Sandbox) {
 	if _, _, err := sandbox.ReadStat(bg, sb, "../s", 0); !errors.Is(err, sandbox.ErrEscape) {
 		t.Errorf("ReadStat(../s): %v, want ErrEscape", err)
 	}
+	// ReadStream, through the tier's Streamer where it has one: the same
+	// content, description and errors; a reader that stops early is fine,
+	// and fn's error comes back.
+	var streamed []byte
+	ss, err := sandbox.ReadStream(bg, sb, "./s/f.txt", func(r io.Reader) (err error) {
+		streamed, err = io.ReadAll(r)
+		return err
+	})
+	if err != nil || string(streamed) != "12345" || ss.Path != fi.Path || ss.Size != fi.Size || !ss.ModTime.Equal(fi.ModTime) {
+		t.Errorf("ReadStream = %q, %+v, %v; want the content and %+v", streamed, ss, err, fi)
+	}
+	stop := errors.New("stop")
+	if _, err := sandbox.ReadStream(bg, sb, "s/f.txt", func(r io.Reader) error {
+		_, err := r.Read(make([]byte, 1))
+		if err != nil {
+			return err
+		}
+		return stop
+	}); !errors.Is(err, stop) {
+		t.Errorf("ReadStream with fn stopping after a byte: %v, want fn's error", err)
+	}
+	for p, want := range map[string]error{"nope": sandbox.ErrNotFound, "s": sandbox.ErrIsDir, "../s": sandbox.ErrEscape} {
+		if _, err := sandbox.ReadStream(bg, sb, p, func(io.Reader) error { return nil }); !errors.Is(err, want) {
+			t.Errorf("ReadStream(%s): %v, want %v", p, err, want)
+		}
+	}
 	dir, err := sb.Stat(bg, "s")
 	if err != nil || dir.Kind != sandbox.KindDir || !dir.Mode.IsDir() {
 		t.Errorf("Stat(s) = %+v, %v, want a directory", dir, err)

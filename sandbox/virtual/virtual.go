@@ -10,6 +10,7 @@
 package virtual
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,6 +128,30 @@ func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 // ReadStat is Read and Stat in one step, reading at most max bytes when
 // max > 0 (see sandbox.StatReader).
 func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
+	data, fi, err := s.view(ctx, p)
+	if err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	if max > 0 && int64(len(data)) > max {
+		data = data[:max]
+	}
+	return slices.Clone(data), fi, nil
+}
+
+// ReadStream hands fn the file's content without copying it (see
+// sandbox.Streamer).
+func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) error) (sandbox.FileInfo, error) {
+	data, fi, err := s.view(ctx, p)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	return fi, fn(bytes.NewReader(data))
+}
+
+// view is the file's content as stored (Write replaces a file's slice,
+// never changes it: it may be read after the lock is released) and its
+// description.
+func (s *Sandbox) view(ctx context.Context, p string) ([]byte, sandbox.FileInfo, error) {
 	fi, err := s.Stat(ctx, p)
 	if err != nil {
 		var pe *fs.PathError
@@ -147,12 +172,8 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 	if !ok || n.isDir() {
 		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrNotFound)
 	}
-	data := n.data
-	if max > 0 && int64(len(data)) > max {
-		data = data[:max]
-	}
 	fi.Size, fi.ModTime, fi.Mode = int64(len(n.data)), n.mtime, n.mode
-	return slices.Clone(data), fi, nil
+	return n.data, fi, nil
 }
 
 // Write stores a copy of data at p, creating parent directories. It is
