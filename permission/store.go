@@ -45,17 +45,24 @@ const DefaultDecisionTTL = 24 * time.Hour
 
 // Approval is one stored request.
 type Approval struct {
-	ID         string          `json:"id"`
-	Capability Capability      `json:"capability"`
-	Detail     string          `json:"detail"`
-	Tool       string          `json:"tool"`
-	Arguments  json.RawMessage `json:"arguments"`
-	Scope      string          `json:"scope"`
-	CreatedAt  time.Time       `json:"created_at"`
-	Status     Status          `json:"status"`
-	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
-	ClaimedAt  *time.Time      `json:"claimed_at,omitempty"`
-	Key        string          `json:"key"` // capability, tool and canonical arguments, hashed
+	ID         string     `json:"id"`
+	Capability Capability `json:"capability"`
+	Detail     string     `json:"detail"`
+	Tool       string     `json:"tool"`
+	// Arguments are the call's canonical arguments, for the person
+	// deciding; ArgumentsBytes is set when they were over
+	// MaxStoredArguments, and Arguments is then a JSON string of their
+	// start, their length and a SHA-256 prefix. (The approval binds to
+	// all of them either way: Key.) Detail is likewise cut at
+	// MaxAuditText bytes.
+	Arguments      json.RawMessage `json:"arguments"`
+	ArgumentsBytes int             `json:"arguments_bytes,omitempty"`
+	Scope          string          `json:"scope"`
+	CreatedAt      time.Time       `json:"created_at"`
+	Status         Status          `json:"status"`
+	DecidedAt      *time.Time      `json:"decided_at,omitempty"`
+	ClaimedAt      *time.Time      `json:"claimed_at,omitempty"`
+	Key            string          `json:"key"` // capability, tool and canonical arguments, hashed
 	// DecidedBy names who approved or denied the request (see DecideAs).
 	DecidedBy string `json:"decided_by,omitempty"`
 }
@@ -63,6 +70,12 @@ type Approval struct {
 // MaxOpen bounds the requests waiting in a store (pending, or decided and
 // not yet used): an agent cannot grow the file without end by asking.
 const MaxOpen = 1000
+
+// MaxStoredArguments bounds the arguments a request keeps for the person
+// deciding (see Approval.Arguments): at most MaxOpen of them wait, so a
+// store holds some 64 MiB of them at most, and "approvals list" loads no
+// more.
+const MaxStoredArguments = 64 << 10
 
 // ErrTooManyOpen: MaxOpen requests are waiting; a new one is refused until
 // a person decides some (hutch approvals list / deny).
@@ -266,8 +279,12 @@ func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed 
 		if open.Stats().KeyN >= MaxOpen && pendingCount(byID, open) >= MaxOpen {
 			return ErrTooManyOpen
 		}
-		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: req.Detail, Tool: req.Tool,
+		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: shorten(req.Detail, MaxAuditText), Tool: req.Tool,
 			Arguments: args, Scope: req.Scope, CreatedAt: now, Status: StatusPending, Key: key}
+		if len(args) > MaxStoredArguments {
+			a.Arguments, _ = json.Marshal(shorten(string(args), MaxAuditText))
+			a.ArgumentsBytes = len(args)
+		}
 		found = a
 		if err := putApproval(byID, a); err != nil {
 			return err
