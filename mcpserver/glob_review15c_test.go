@@ -9,11 +9,10 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/hutchsandbox/hutch/mcpserver"
 )
 
-// A glob answer is bounded by a count (sandbox.MaxGlobResults, 100000
+// Review 15c (fixed: the glob tool lists at most tool.MaxGlobBytes of
+// names): a glob answer was bounded by a count (sandbox.MaxGlobResults, 100000
 // matches of up to 4096 bytes each), not by bytes, and the MCP result
 // carries it twice (text and structuredContent). 90000 files of ~100
 // byte names (a node_modules-sized tree, under the count) make one answer
@@ -39,20 +38,9 @@ func TestReview15cBigGlobAnswerKillsSession(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
-	srv, err := mcpserver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
-	go func() { _ = srv.Run(bg, &mcpserver.LineTransport{In: sr, Out: sw}); sw.Close() }()
+	in, out, _ := serveLines(t, root)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(bg, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	cs, err := client.Connect(bg, &mcp.IOTransport{Reader: io.NopCloser(out), Writer: in}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

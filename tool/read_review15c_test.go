@@ -48,7 +48,7 @@ func TestReview15cReadFileWindowReadsWholeFile(t *testing.T) {
 		ts := toolset(t, tc.sb, permission.Config{Mode: permission.ReadOnly})
 		for _, args := range []map[string]any{{"path": "big.txt", "limit": 1}, {"path": "big.txt", "offset": 2, "limit": 1}} {
 			var out tool.Output
-			n := allocated(func() { out = call(t, ts, "read_file", args) })
+			n := allocDuring(func() { out = call(t, ts, "read_file", args) })
 			if len(out.Text) > tool.MaxReadBytes+200 {
 				t.Fatalf("answer of %d bytes", len(out.Text))
 			}

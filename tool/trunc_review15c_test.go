@@ -1,22 +1,12 @@
 package tool_test
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/tool"
 )
-
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // Review 15c (fixed): the shell tool keeps at most 1 MiB per stream (sandbox.DefaultMaxOutput)
 // but Truncate, to keep the last 200 lines and 16000 characters, splits the
@@ -32,7 +22,7 @@ func TestReview15cTruncateAllocatesPerLine(t *testing.T) {
 		strings.Repeat("y\n", sandbox.DefaultMaxOutput/2),
 		strings.Repeat("é", sandbox.DefaultMaxOutput/2),
 	} {
-		n := allocated(func() { _ = tool.Truncate(in, tool.MaxShellLines, tool.MaxShellChars) })
+		n := allocDuring(func() { _ = tool.Truncate(in, tool.MaxShellLines, tool.MaxShellChars) })
 		if n > 4<<20 {
 			t.Errorf("Truncate of %d bytes (%q...) allocated %.1f MiB to return at most %d characters",
 				len(in), in[:4], float64(n)/(1<<20), tool.MaxShellChars)
