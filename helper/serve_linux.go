@@ -394,7 +394,7 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	jobW.Close()
 
 	timedOut := s.killAfter(req.Timeout, c) // PID 1 of its namespace: everything goes
-	werr := c.Wait()
+	_ = c.Wait()                            // its status is in c.ProcessState
 	res.TimedOut = timedOut()
 	var st Status
 	if b, _ := io.ReadAll(io.LimitReader(stR, 1<<16)); json.Unmarshal(b, &st) == nil {
@@ -407,10 +407,12 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	if why := diag.wait(); why != "" {
 		return fmt.Errorf("the command's exec helper died (%v) before the command ended: %s", c.ProcessState, why)
 	}
+	// (An exit of its own without words on its stderr is a failure it
+	// told the command's stderr about: "hutch: ...", exit 125.)
 	st = Status{Exited: false, Signal: int(syscall.SIGKILL)}
 	if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		st.Signal = int(ws.Signal())
-	} else if werr == nil {
+	} else if c.ProcessState.Exited() {
 		st = Status{Exited: true, ExitCode: c.ProcessState.ExitCode()}
 	}
 	res.Status = &st

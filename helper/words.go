@@ -98,29 +98,47 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON encodes the response with its file's path quoted when it
-// needs it.
+// MarshalJSON encodes the response with its file's path and its error's
+// path and message quoted when they need it.
 func (r Response) MarshalJSON() ([]byte, error) {
 	type plain Response
-	if r.Info != nil && !utf8.ValidString(r.Info.Path) {
-		info := *r.Info
-		r.Info, r.Quoted = &info, quoteWords(&info.Path)
+	if slices.ContainsFunc(r.words(), func(w *string) bool { return !utf8.ValidString(*w) }) {
+		if r.Info != nil { // copies: the caller's stay as they are
+			info := *r.Info
+			r.Info = &info
+		}
+		if r.Err != nil {
+			e := *r.Err
+			r.Err = &e
+		}
+		r.Quoted = quoteWords(r.words()...)
 	}
 	return json.Marshal(plain(r))
 }
 
-// UnmarshalJSON decodes a response and unquotes its file's path.
+// UnmarshalJSON decodes a response and unquotes its words.
 func (r *Response) UnmarshalJSON(b []byte) error {
 	type plain Response
 	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
 		return err
 	}
-	if r.Quoted && r.Info != nil {
+	if r.Quoted {
 		r.Quoted = false
-		return unquoteWords(&r.Info.Path)
+		return unquoteWords(r.words()...)
 	}
-	r.Quoted = false
 	return nil
+}
+
+// words are the response's strings that quoteWords covers.
+func (r *Response) words() []*string {
+	var ws []*string
+	if r.Info != nil {
+		ws = append(ws, &r.Info.Path)
+	}
+	if r.Err != nil {
+		ws = append(ws, &r.Err.Path, &r.Err.Msg)
+	}
+	return ws
 }
 
 // strictJSON decodes b into v, refusing unknown fields.

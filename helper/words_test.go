@@ -34,6 +34,9 @@ func TestWordsCrossExactly(t *testing.T) {
 		{"plain job", Request{ID: 8, Op: "exec", Job: job([]string{"ls", "ü"}, []string{"A=b"}, "/w")}, false},
 		{"response info", Response{ID: 9, Info: &sandbox.FileInfo{Path: "d/\xff", Size: 3, ModTime: time.Unix(5, 0).UTC()}}, true},
 		{"plain response", Response{ID: 10, Info: &sandbox.FileInfo{Path: "d/ö", Size: 3, ModTime: time.Unix(5, 0).UTC()}}, false},
+		{"response error path", Response{ID: 11, Err: &WireError{Kind: "not_found", Msg: "no such file", Op: "read", Path: "nope\xff"}}, true},
+		{"response error message", Response{ID: 12, Err: &WireError{Kind: "other", Msg: "read a\xfe: broken"}}, true},
+		{"plain response error", Response{ID: 13, Err: &WireError{Kind: "other", Msg: "é", Op: "stat", Path: "ü"}}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,6 +82,10 @@ func clone(t *testing.T, v any) any {
 		if v.Info != nil {
 			i := *v.Info
 			v.Info = &i
+		}
+		if v.Err != nil {
+			e := *v.Err
+			v.Err = &e
 		}
 		return v
 	}

@@ -143,7 +143,7 @@ func approvalText(ar *permission.ApprovalRequiredError, storePath string) string
 		cmd += " --store " + shellQuote(storePath)
 	}
 	return fmt.Sprintf("approval required: %s (%s) is pending as request %s. A person approves it with: %s — then repeat this exact call.",
-		ar.Request.Capability, ar.Request.Detail, ar.ID, cmd)
+		ar.Request.Capability, permission.Shorten(ar.Request.Detail, permission.MaxAuditText), ar.ID, cmd)
 }
 
 func shellQuote(s string) string {
@@ -371,16 +371,17 @@ func Handler(cfg Config) (http.Handler, error) {
 	}, &mcp.StreamableHTTPOptions{SessionTimeout: SessionIdle})
 	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			if open.count() >= MaxSessions {
+			if !open.reserve() {
 				http.Error(w, fmt.Sprintf("hutch: %d MCP sessions are open, the most it serves at once: end one (DELETE) or wait until an idle one closes (after %v)", MaxSessions, SessionIdle), http.StatusServiceUnavailable)
 				return
 			}
 			srv, err := New(cfg)
 			if err != nil { // cannot happen after the check above
+				open.started(nil)
 				http.Error(w, "hutch: "+err.Error(), http.StatusInternalServerError)
 				return
 			}
-			open.add(srv)
+			defer open.started(srv) // its session, if any, exists by then
 			r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, srv))
 		}
 		h.ServeHTTP(w, r)
@@ -398,21 +399,19 @@ const (
 // newServerKey holds, in a new session's request, the server made for it.
 type newServerKey struct{}
 
-// openSessions counts the HTTP sessions open: the per-session servers
-// that still have one.
+// openSessions counts the HTTP sessions open, and those being started:
+// reserve counts one in and refuses past MaxSessions in one step, so
+// initializes arriving together cannot all pass a check made before any
+// of them has its session.
 type openSessions struct {
-	mu      sync.Mutex
-	servers []*mcp.Server
+	mu       sync.Mutex
+	servers  []*mcp.Server // of requests that ended: kept while they have a session
+	starting int
 }
 
-func (o *openSessions) add(s *mcp.Server) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.servers = append(o.servers, s)
-}
-
-// count forgets the servers whose session ended and counts the rest.
-func (o *openSessions) count() int {
+// reserve counts a new session in, unless MaxSessions are open or being
+// started; started must follow it.
+func (o *openSessions) reserve() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	kept := o.servers[:0]
@@ -424,5 +423,20 @@ func (o *openSessions) count() int {
 	}
 	clear(o.servers[len(kept):])
 	o.servers = kept
-	return len(kept)
+	if len(kept)+o.starting >= MaxSessions {
+		return false
+	}
+	o.starting++
+	return true
+}
+
+// started ends a reserve, once the request that made s (nil: none) has
+// been served.
+func (o *openSessions) started(s *mcp.Server) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.starting--
+	if s != nil {
+		o.servers = append(o.servers, s)
+	}
 }

@@ -61,9 +61,9 @@ func OpenAudit(path string) (*AuditLog, error) {
 }
 
 // Record appends e, its Detail and Reason cut to MaxAuditText bytes each
-// (see shorten): no call makes a line of megabytes.
+// (see Shorten): no call makes a line of megabytes.
 func (a *AuditLog) Record(e AuditEntry) error {
-	e.Detail, e.Reason = shorten(e.Detail, MaxAuditText), shorten(e.Reason, MaxAuditText)
+	e.Detail, e.Reason = Shorten(e.Detail, MaxAuditText), Shorten(e.Reason, MaxAuditText)
 	line, err := json.Marshal(e)
 	if err != nil {
 		return err

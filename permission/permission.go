@@ -148,15 +148,15 @@ func (r Request) describe() string {
 	if r.Detail == "" {
 		return string(r.Capability)
 	}
-	return fmt.Sprintf("%s (%s)", r.Capability, shorten(r.Detail, maxDescribed))
+	return fmt.Sprintf("%s (%s)", r.Capability, Shorten(r.Detail, maxDescribed))
 }
 
 const maxDescribed = 1000
 
-// shorten is s when it has at most n bytes, else its first n bytes (never
-// cutting a character) and how long s is, with a digest of it so that two
-// long texts with one beginning are told apart.
-func shorten(s string, n int) string {
+// Shorten is s when it has at most n bytes, else its first n bytes (never
+// cutting a character), how long s is, and a digest of it so that two long
+// texts with one beginning are told apart.
+func Shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

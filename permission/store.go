@@ -71,10 +71,10 @@ type Approval struct {
 // not yet used): an agent cannot grow the file without end by asking.
 const MaxOpen = 1000
 
-// MaxStoredArguments bounds the arguments a request keeps for the person
-// deciding (see Approval.Arguments): at most MaxOpen of them wait, so a
-// store holds some 64 MiB of them at most, and "approvals list" loads no
-// more.
+// MaxStoredArguments bounds the arguments a request keeps whole for the
+// person deciding (see Approval.Arguments; of longer ones it keeps the
+// first MaxAuditText bytes): at most MaxOpen requests wait, so a store's
+// open requests hold some 64 MiB of arguments at most.
 const MaxStoredArguments = 64 << 10
 
 // ErrTooManyOpen: MaxOpen requests are waiting; a new one is refused until
@@ -279,10 +279,10 @@ func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed 
 		if open.Stats().KeyN >= MaxOpen && pendingCount(byID, open) >= MaxOpen {
 			return ErrTooManyOpen
 		}
-		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: shorten(req.Detail, MaxAuditText), Tool: req.Tool,
+		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: Shorten(req.Detail, MaxAuditText), Tool: req.Tool,
 			Arguments: args, Scope: req.Scope, CreatedAt: now, Status: StatusPending, Key: key}
 		if len(args) > MaxStoredArguments {
-			a.Arguments, _ = json.Marshal(shorten(string(args), MaxAuditText))
+			a.Arguments, _ = json.Marshal(Shorten(string(args), MaxAuditText))
 			a.ArgumentsBytes = len(args)
 		}
 		found = a

@@ -115,6 +115,9 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if a.Path == "" {
 		return failf("read_file needs a path"), nil
 	}
+	if out, bad := badPath("read_file", a.Path); bad {
+		return out, nil
+	}
 	if a.Offset < 0 || a.Limit < 0 {
 		return failf("offset and limit must not be negative"), nil
 	}
@@ -284,6 +287,9 @@ func writeFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if a.Path == "" || a.Content == nil {
 		return failf("write_file needs a path and content"), nil
 	}
+	if out, bad := badPath("write_file", a.Path); bad {
+		return out, nil
+	}
 	// The guard first: a call it would refuse must not use up a person's
 	// answer or approval.
 	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
@@ -318,6 +324,9 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		return failf("old_string is empty: give the exact text to replace (use write_file to create a file)"), nil
 	case *a.OldString == *a.NewString:
 		return failf("old_string and new_string are the same: nothing to change"), nil
+	}
+	if out, bad := badPath("edit_file", a.Path); bad {
+		return out, nil
 	}
 	sb := ts.opts.Sandbox
 	if _, err := sb.Stat(ctx, a.Path); err != nil {
@@ -391,6 +400,9 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if a.Pattern == "" {
 		return failf("glob needs a pattern, for example \"**/*.go\""), nil
 	}
+	if out, bad := badPath("glob", a.Pattern); bad {
+		return out, nil
+	}
 	if out, ok, err := ts.gate(ctx, permission.Glob, "glob", a.Pattern, a); !ok {
 		return out, err
 	}
@@ -419,12 +431,13 @@ const MaxGlobBytes = 100_000
 const previewBytes = 600
 
 // Question is what a person is asked about req, one line of printable
-// text: the capability and detail (a path, a command, a URL), the tool,
+// text: the capability and detail (a path, a command, a URL; past
+// permission.MaxAuditText bytes, its start, length and digest), the tool,
 // and for write_file and edit_file what the call writes, quoted and cut
 // to a preview with its size, so a yes never covers content nobody saw.
 // Text from the agent cannot hide in it (see permission.Printable).
 func Question(req permission.Request) string {
-	q := fmt.Sprintf("allow %s? %s (tool %s)", req.Capability, permission.Printable(req.Detail), permission.Printable(req.Tool))
+	q := fmt.Sprintf("allow %s? %s (tool %s)", req.Capability, permission.Printable(permission.Shorten(req.Detail, permission.MaxAuditText)), permission.Printable(req.Tool))
 	switch req.Tool {
 	case "write_file":
 		var a writeArgs

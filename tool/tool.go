@@ -185,17 +185,6 @@ func (ts *Toolset) Call(ctx context.Context, name string, args json.RawMessage) 
 // differently-cased keys could read one way to the approver and another to
 // the decoder.
 func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, detail string, args any) (Output, bool, error) {
-	// A path no tier takes is refused first, without a word of it echoed:
-	// it reaches neither the audit log nor a person (a 15 MiB path made
-	// 15 MiB audit lines and answers).
-	if c == permission.Read || c == permission.Write || c == permission.Glob {
-		switch {
-		case len(detail) > sandbox.MaxPathLen:
-			return failf("%s: the path is %d bytes, longer than the %d any sandbox takes", tool, len(detail), sandbox.MaxPathLen), false, nil
-		case strings.IndexByte(detail, 0) >= 0:
-			return failf("%s: the path contains a NUL byte, which no file name can hold", tool), false, nil
-		}
-	}
 	// Only a person (ask) or an approval (approve) looks at the
 	// arguments: encode them only then.
 	var raw json.RawMessage
@@ -215,6 +204,20 @@ func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, deta
 		return failf("%s", d.Reason), false, nil
 	}
 	return Output{}, true, nil
+}
+
+// badPath refuses, without a word of it echoed, a path (or pattern) no
+// tier takes: the file tools call it before anything else, so it reaches
+// neither a sandbox's error, the audit log nor a person (a 15 MiB path
+// made 15 MiB audit lines and answers).
+func badPath(tool, p string) (Output, bool) {
+	switch {
+	case len(p) > sandbox.MaxPathLen:
+		return failf("%s: the path is %d bytes, longer than the %d any sandbox takes", tool, len(p), sandbox.MaxPathLen), true
+	case strings.IndexByte(p, 0) >= 0:
+		return failf("%s: the path contains a NUL byte, which no file name can hold", tool), true
+	}
+	return Output{}, false
 }
 
 // personDecides reports whether the gate's mode may leave a call to a

@@ -246,15 +246,21 @@ func (s *Sandbox) ReadTo(ctx context.Context, p string, max int64, w io.Writer) 
 	return fi, nil
 }
 
-// ReadStream hands fn the open file, at most sandbox.MaxFileSize bytes of
-// it (see sandbox.Streamer).
+// ReadStream hands fn the open file (see sandbox.Streamer). A file that
+// grows past sandbox.MaxFileSize while fn reads it is ErrTooLarge, as in
+// ReadStat.
 func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) error) (sandbox.FileInfo, error) {
 	f, fi, release, err := s.openRead(ctx, p, 0)
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}
 	defer release()
-	return fi, fn(io.LimitReader(f, sandbox.MaxFileSize))
+	r := &io.LimitedReader{R: f, N: sandbox.MaxFileSize + 1}
+	ferr := fn(r)
+	if r.N == 0 { // fn was handed more than MaxFileSize
+		return sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("it grew over the %d byte limit while read: %w", sandbox.MaxFileSize, sandbox.ErrTooLarge))
+	}
+	return fi, ferr
 }
 
 // openRead opens p for ReadStat, ReadTo and ReadStream and describes the opened file;

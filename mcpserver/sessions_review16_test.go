@@ -1,0 +1,84 @@
+package mcpserver_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hutchsandbox/hutch/mcpserver"
+)
+
+// Review 16: Handler checks open.count() < MaxSessions and then adds the
+// new session's server, but the check and the add are not one step, and
+// the session only appears in the server (what count looks at) once the
+// SDK has connected it; count also forgets every server that has no
+// session yet. Initializations that arrive together all pass the check:
+// with 32 clients initializing at once, 257 to 287 sessions end up open
+// (none ended) although MaxSessions is 256. Each attempt below uses a
+// fresh Handler; a race shows in almost every attempt on a 2-CPU host.
+func TestReview16ConcurrentInitializeBreaksSessionCap(t *testing.T) {
+	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "virtual"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeAll)
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	attempt := func() int64 {
+		h, err := mcpserver.Handler(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h) // 127.0.0.1
+		defer srv.Close()
+		initialize := func() (int, string) {
+			req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(init))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Error(err)
+				return 0, ""
+			}
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+		}
+		var opened atomic.Int64
+		var wg sync.WaitGroup
+		next := make(chan struct{})
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range next {
+					if code, id := initialize(); code == 200 && id != "" {
+						opened.Add(1)
+					}
+				}
+			}()
+		}
+		for range 2 * mcpserver.MaxSessions {
+			next <- struct{}{}
+		}
+		close(next)
+		wg.Wait()
+		// Then one at a time until refused: each success past the cap is
+		// a session the count missed.
+		for range mcpserver.MaxSessions {
+			if code, id := initialize(); code != 200 || id == "" {
+				break
+			}
+			opened.Add(1)
+		}
+		return opened.Load()
+	}
+	for range 5 {
+		if n := attempt(); n > mcpserver.MaxSessions {
+			t.Fatalf("%d sessions open (none ended), cap %d", n, mcpserver.MaxSessions)
+		}
+	}
+}
