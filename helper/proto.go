@@ -1,10 +1,12 @@
 package helper
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -318,13 +320,26 @@ const MaxNamesBytes = sandbox.MaxGlobResults * (sandbox.MaxPathLen + 1)
 // are, NUL-separated (no name holds a NUL).
 func JoinNames(names []string) []byte {
 	var b bytes.Buffer
-	for i, n := range names {
-		if i > 0 {
-			b.WriteByte(0)
-		}
-		b.WriteString(n)
-	}
+	_ = WriteNames(&b, names, nil) // a bytes.Buffer takes every write
 	return b.Bytes()
+}
+
+// WriteNames writes names to w in JoinNames' form, name by name (no
+// joined copy first), leaving out those skip reports (nil: none).
+func WriteNames(w io.Writer, names []string, skip func(string) bool) error {
+	bw := bufio.NewWriter(w)
+	first := true
+	for _, n := range names {
+		if skip != nil && skip(n) {
+			continue
+		}
+		if !first {
+			_ = bw.WriteByte(0)
+		}
+		first = false
+		_, _ = bw.WriteString(n)
+	}
+	return bw.Flush()
 }
 
 // SplitNames undoes JoinNames; no bytes are no names.

@@ -1,7 +1,6 @@
 package helper
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,21 +155,9 @@ func (s *server) glob(ctx context.Context, req Request, passed []*os.File) error
 	if err != nil {
 		return err
 	}
-	// Written name by name, in JoinNames' form: the init is in the
-	// sandbox's memory limit, and the names may be many and long.
-	w := bufio.NewWriter(passed[0])
-	first := true
-	for _, f := range files {
-		if s.denied(f) {
-			continue
-		}
-		if !first {
-			_ = w.WriteByte(0)
-		}
-		first = false
-		_, _ = w.WriteString(f)
-	}
-	return w.Flush()
+	// Name by name: the init is in the sandbox's memory limit, and the
+	// names may be many and long.
+	return WriteNames(passed[0], files, s.denied)
 }
 
 // write streams the content from the pipe the host passed into the file,

@@ -130,3 +130,17 @@ func TestWireErrorKeepsThePathError(t *testing.T) {
 		t.Errorf("wrapped: %+v", wrapped)
 	}
 }
+
+// Glob answers cross as the names' bytes, NUL-separated: any name (no
+// name holds a NUL) comes back as it went, and skip leaves names out.
+func TestNamesRoundTrip(t *testing.T) {
+	for _, names := range [][]string{{}, {"a"}, {"a\xff", "b/\xfe c", "é", "x\ny"}, {"", "z"}} {
+		if got := SplitNames(JoinNames(names)); !reflect.DeepEqual(got, names) {
+			t.Errorf("SplitNames(JoinNames(%q)) = %q", names, got)
+		}
+	}
+	var b strings.Builder
+	if err := WriteNames(&b, []string{"keep", "drop", "keep2"}, func(n string) bool { return n == "drop" }); err != nil || b.String() != "keep\x00keep2" {
+		t.Errorf("WriteNames with skip: %q, %v", b.String(), err)
+	}
+}
