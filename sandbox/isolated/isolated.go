@@ -495,11 +495,35 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 }
 
 // ReadStream hands fn the file's content as the init reads it into a
-// pipe (see sandbox.Streamer); what fn leaves unread is drained.
+// pipe (see sandbox.Streamer).
 func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) error) (sandbox.FileInfo, error) {
+	res, err := s.callReading(ctx, helper.Request{Op: "read", Path: p}, sandbox.MaxFileSize, fn)
+	if res.Info == nil { // the call failed, or its answer is an error
+		return sandbox.FileInfo{}, err
+	}
+	return *res.Info, err
+}
+
+// callWithOutput makes a call whose output, at most limit bytes, the
+// init writes into a pipe passed with it, and returns both; a failed call
+// (or one whose answer is an error) is err.
+func (s *Sandbox) callWithOutput(ctx context.Context, req helper.Request, limit int64) ([]byte, helper.Response, error) {
+	var data []byte
+	res, err := s.callReading(ctx, req, limit, func(r io.Reader) (err error) {
+		data, err = io.ReadAll(r)
+		return err
+	})
+	return data, res, err
+}
+
+// callReading makes a call whose output the init writes into a pipe
+// passed with it, and hands fn that output, at most limit bytes, as it
+// comes; what fn leaves unread is drained, so the init never blocks on a
+// write. err is the call's failure, or its answer's error, else fn's.
+func (s *Sandbox) callReading(ctx context.Context, req helper.Request, limit int64, fn func(io.Reader) error) (helper.Response, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return sandbox.FileInfo{}, err
+		return helper.Response{}, err
 	}
 	defer r.Close()
 	type answer struct {
@@ -508,44 +532,20 @@ func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) e
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := s.call(ctx, helper.Request{Op: "read", Path: p}, w)
+		res, err := s.call(ctx, req, w)
 		w.Close() // the init's copy is closed after its answer; EOF follows
 		done <- answer{res, err}
 	}()
-	ferr := fn(io.LimitReader(r, sandbox.MaxFileSize))
-	_, _ = io.Copy(io.Discard, r) // never leave the init blocked on a write
+	ferr := fn(io.LimitReader(r, limit))
+	_, _ = io.Copy(io.Discard, r)
 	a := <-done
 	if a.err == nil {
 		a.err = a.res.Err.Error()
 	}
 	if a.err != nil {
-		return sandbox.FileInfo{}, a.err
+		return helper.Response{}, a.err
 	}
-	return *a.res.Info, ferr
-}
-
-// callWithOutput makes a call whose output, at most limit bytes, the
-// init writes into a pipe passed with it, and returns both; a failed call
-// (or one whose answer is an error) is err.
-func (s *Sandbox) callWithOutput(ctx context.Context, req helper.Request, limit int64) ([]byte, helper.Response, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, helper.Response{}, err
-	}
-	defer r.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(r, limit))
-		_, _ = io.Copy(io.Discard, r) // never leave the init blocked on a write
-		got <- b
-	}()
-	res, err := s.call(ctx, req, w)
-	w.Close() // the init's copy is closed after its answer; EOF follows
-	data := <-got
-	if err == nil {
-		err = res.Err.Error()
-	}
-	return data, res, err
+	return a.res, ferr
 }
 
 // Write replaces a file inside the sandbox (atomically, creating parents),
