@@ -31,25 +31,12 @@ func TestReview15cHTTPSessionsAreCapped(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	do := func(method, session string) (int, string, string) {
-		var body io.Reader
-		if method == "POST" {
-			body = strings.NewReader(init)
-		}
-		req, _ := http.NewRequest(method, srv.URL, body)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := srv.Client().Do(req)
+		code, id, body, err := rawHTTP(srv, method, session)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+		return code, id, body
 	}
 	var first string
 	for i := range mcpserver.MaxSessions {
@@ -72,4 +59,31 @@ func TestReview15cHTTPSessionsAreCapped(t *testing.T) {
 	if code, id, body := do("POST", ""); code != 200 || id == "" {
 		t.Fatalf("initialize after one session ended: %d %.200s", code, body)
 	}
+}
+
+// rawHTTP sends one bare request to an MCP HTTP endpoint: a POST of
+// initMsg without a session (a new one), or method for session. It
+// returns the status, the Mcp-Session-Id header and the body; safe in any
+// goroutine (it reports, never fails the test).
+func rawHTTP(srv *httptest.Server, method, session string) (int, string, string, error) {
+	var body io.Reader
+	if method == "POST" {
+		body = strings.NewReader(initMsg)
+	}
+	req, err := http.NewRequest(method, srv.URL, body)
+	if err != nil {
+		return 0, "", "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b), err
 }

@@ -1,10 +1,7 @@
 package mcpserver_test
 
 import (
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +23,6 @@ func TestReview16ConcurrentInitializeBreaksSessionCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeAll)
-	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	attempt := func() int64 {
 		h, err := mcpserver.Handler(cfg)
 		if err != nil {
@@ -35,17 +31,11 @@ func TestReview16ConcurrentInitializeBreaksSessionCap(t *testing.T) {
 		srv := httptest.NewServer(h) // 127.0.0.1
 		defer srv.Close()
 		initialize := func() (int, string) {
-			req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(init))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := srv.Client().Do(req)
+			code, id, _, err := rawHTTP(srv, "POST", "")
 			if err != nil {
 				t.Error(err)
-				return 0, ""
 			}
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+			return code, id
 		}
 		var opened atomic.Int64
 		var wg sync.WaitGroup
