@@ -20,7 +20,7 @@ import (
 // quoteWords replaces each of ws by its quoted form when any of them is
 // not UTF-8, and reports whether it did.
 func quoteWords(ws ...*string) bool {
-	if !slices.ContainsFunc(ws, func(w *string) bool { return !utf8.ValidString(*w) }) {
+	if !slices.ContainsFunc(ws, invalid) {
 		return false
 	}
 	for _, w := range ws {
@@ -28,6 +28,9 @@ func quoteWords(ws ...*string) bool {
 	}
 	return true
 }
+
+// invalid reports whether *w is not UTF-8.
+func invalid(w *string) bool { return !utf8.ValidString(*w) }
 
 // unquoteWords undoes quoteWords.
 func unquoteWords(ws ...*string) error {
@@ -57,9 +60,11 @@ func (j *Job) words() []*string {
 
 // MarshalJSON encodes the job with its words quoted when they need it.
 func (j Job) MarshalJSON() ([]byte, error) {
-	type plain Job                                            // the same fields, without these methods
-	j.Argv, j.Env = slices.Clone(j.Argv), slices.Clone(j.Env) // the caller's stay as they are
-	j.Quoted = quoteWords(j.words()...)
+	type plain Job // the same fields, without these methods
+	if slices.ContainsFunc(j.words(), invalid) {
+		j.Argv, j.Env = slices.Clone(j.Argv), slices.Clone(j.Env) // the caller's stay as they are
+		j.Quoted = quoteWords(j.words()...)
+	}
 	return json.Marshal(plain(j))
 }
 
@@ -102,7 +107,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 // path and message quoted when they need it.
 func (r Response) MarshalJSON() ([]byte, error) {
 	type plain Response
-	if slices.ContainsFunc(r.words(), func(w *string) bool { return !utf8.ValidString(*w) }) {
+	if slices.ContainsFunc(r.words(), invalid) {
 		if r.Info != nil { // copies: the caller's stay as they are
 			info := *r.Info
 			r.Info = &info
