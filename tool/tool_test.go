@@ -440,3 +440,34 @@ func TestGlobAnswerIsBounded(t *testing.T) {
 		t.Errorf("a small answer: %s", out.Text)
 	}
 }
+
+// Every file tool refuses a path no sandbox takes (over MaxPathLen bytes,
+// or holding a NUL) before anything else, in one short line that does
+// not echo it, and the audit log never sees it.
+func TestBadPathsRefusedFirst(t *testing.T) {
+	sb, _ := localSB(t)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := permission.OpenAudit(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close()
+	ts := toolset(t, sb, permission.Config{Mode: permission.Auto, Audit: audit})
+	long := strings.Repeat("p", sandbox.MaxPathLen+1)
+	for _, bad := range []struct{ path, want string }{{long, "longer than"}, {"a\x00b", "NUL byte"}} {
+		for tool, args := range map[string]map[string]any{
+			"read_file":  {"path": bad.path},
+			"write_file": {"path": bad.path, "content": "x"},
+			"edit_file":  {"path": bad.path, "old_string": "a", "new_string": "b"},
+			"glob":       {"pattern": bad.path},
+		} {
+			out := call(t, ts, tool, args)
+			if !out.IsError || !strings.Contains(out.Text, bad.want) || strings.Contains(out.Text, bad.path) || len(out.Text) > 200 {
+				t.Errorf("%s with a bad path (%s): %.300q", tool, bad.want, out.Text)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(auditPath); len(b) != 0 {
+		t.Errorf("the audit log holds %d bytes for calls refused before the gate: %.200s", len(b), b)
+	}
+}
