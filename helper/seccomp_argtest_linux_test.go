@@ -39,8 +39,13 @@ func ruleVM(r argRule) (*bpf.VM, error) {
 func ruleWant(r argRule, args [6]uint64) uint32 {
 	for _, t := range r.all {
 		v := args[t.arg]
-		holds := v&t.anyBits != 0
-		if t.anyBits == 0 {
+		var holds bool
+		switch {
+		case t.anyBits != 0:
+			holds = v&t.anyBits != 0
+		case len(t.lowOneOf) > 0:
+			holds = slices.Contains(t.lowOneOf, uint32(v))
+		default:
 			holds = !slices.Contains(t.noneOf, v)
 		}
 		if !holds {
@@ -57,6 +62,9 @@ func ruleValues(r argRule, rng *rand.Rand) []uint64 {
 	vals := []uint64{0, 1, 1 << 31, 1 << 32, 1 << 63, 0xffffffff, 0xffffffff00000000, ^uint64(0)}
 	for _, t := range r.all {
 		consts := append([]uint64{t.anyBits}, t.noneOf...)
+		for _, lo := range t.lowOneOf {
+			consts = append(consts, uint64(lo))
+		}
 		for _, c := range consts {
 			vals = append(vals, c, c^1, c^1<<32, c&0xffffffff, c&^0xffffffff, c|0xffffffff, c|0xffffffff00000000, c+1, c-1, ^c)
 		}
@@ -128,6 +136,9 @@ func TestSeccompArgTestShapes(t *testing.T) {
 		{"two tests: anyBits then noneOf", []argTest{{arg: 0, anyBits: 1<<33 | 0x40}, {arg: 3, noneOf: []uint64{1, 1<<32 | 1}}}},
 		{"two tests: noneOf then anyBits", []argTest{{arg: 2, noneOf: []uint64{0, 1 << 63}}, {arg: 1, anyBits: 1 << 63}}},
 		{"two tests, one argument", []argTest{{arg: 2, anyBits: 0xff}, {arg: 2, noneOf: []uint64{1, 2, 4}}}},
+		{"lowOneOf, one value", []argTest{{arg: 1, lowOneOf: []uint32{1024}}}},
+		{"lowOneOf, several values", []argTest{{arg: 1, lowOneOf: []uint32{0x5412, 0x541c, 0, 0xffffffff}}}},
+		{"two tests: lowOneOf then anyBits", []argTest{{arg: 1, lowOneOf: []uint32{3, 9}}, {arg: 2, anyBits: 1<<32 | 4}}},
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
@@ -146,6 +157,7 @@ func TestSeccompArgTestRefused(t *testing.T) {
 		{"argument 6", []argTest{{arg: 6, anyBits: 1}}},
 		{"an empty test", []argTest{{arg: 0}}},
 		{"more values than a jump reaches", []argTest{{arg: 0, noneOf: manyValues(300)}}},
+		{"more low values than a jump reaches", []argTest{{arg: 0, lowOneOf: manyLowValues(300)}}},
 	} {
 		if _, err := ruleVM(argRule{sysCall{c.name, ruleNr}, c.all}); err == nil {
 			t.Errorf("%s: assembled", c.name)
@@ -162,16 +174,31 @@ func manyValues(n int) []uint64 {
 	return v
 }
 
+// manyLowValues is n distinct 32-bit values.
+func manyLowValues(n int) []uint32 {
+	v := make([]uint32, n)
+	for i := range v {
+		v[i] = uint32(i) * 5
+	}
+	return v
+}
+
 // FuzzSeccompArgTest checks one rule built from the fuzzer's constants (an
-// anyBits test, or a noneOf test of up to four values, on argument 2, and
-// optionally a second test on argument 4) against its meaning in Go.
+// anyBits test, or else a noneOf or lowOneOf test of up to four values, on
+// argument 2, and optionally a second test on argument 4) against its
+// meaning in Go.
 func FuzzSeccompArgTest(f *testing.F) {
 	f.Add(uint64(0), uint64(2), uint64(1<<32|2), uint64(0xffffffff00000002), uint64(7), uint8(3), uint64(0), uint64(2))
 	f.Add(uint64(1<<40|1), uint64(0), uint64(0), uint64(0), uint64(0), uint8(0), uint64(1<<63), uint64(1<<40))
 	f.Add(uint64(0), uint64(5), uint64(5), uint64(1<<32|5), uint64(0), uint8(4), uint64(0x10), uint64(5))
+	f.Add(uint64(0), uint64(1024), uint64(0x5412), uint64(1<<32|0x541c), uint64(0), uint8(10), uint64(0), uint64(6))
 	f.Fuzz(func(t *testing.T, anyBits, v0, v1, v2, v3 uint64, n uint8, second, seed uint64) {
 		test := argTest{arg: 2, anyBits: anyBits}
-		if anyBits == 0 {
+		switch {
+		case anyBits != 0:
+		case n&8 != 0:
+			test.lowOneOf = []uint32{uint32(v0), uint32(v1), uint32(v2), uint32(v3)}[:1+n%4]
+		default:
 			test.noneOf = []uint64{v0, v1, v2, v3}[:1+n%4]
 		}
 		all := []argTest{test}

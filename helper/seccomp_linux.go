@@ -81,12 +81,17 @@ const creating = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
 
 // argTest is a test of one 64-bit argument (arg, 0 to 5) of a system
 // call. With anyBits, it holds when the argument has any of those bits
-// set. Otherwise it holds when the argument, compared as all 64 bits, is
-// none of noneOf.
+// set. With lowOneOf, it holds when the argument's low 32 bits equal one
+// of those values, whatever its high bits: for an argument the kernel
+// declares as a 32-bit int (ioctl's and fcntl's command), which it
+// truncates, so that 1<<32|TIOCSTI is TIOCSTI to the kernel and must be
+// to the filter too. Otherwise it holds when the argument, compared as
+// all 64 bits, is none of noneOf.
 type argTest struct {
-	arg     uint32
-	anyBits uint64
-	noneOf  []uint64
+	arg      uint32
+	anyBits  uint64
+	lowOneOf []uint32
+	noneOf   []uint64
 }
 
 // argRule refuses its system call with EPERM when all of its tests hold
@@ -123,6 +128,23 @@ var argRules = []argRule{
 	{sysCall{"open", sysOpen}, []argTest{{arg: 1, anyBits: creating}, {arg: 2, anyBits: setid}}},
 	{sysCall{"openat", unix.SYS_OPENAT}, []argTest{{arg: 2, anyBits: creating}, {arg: 3, anyBits: setid}}},
 	{sysCall{"creat", sysCreat}, []argTest{{arg: 1, anyBits: setid}}},
+	// mknod makes regular files too (S_IFREG, or a type of 0): with
+	// S_ISUID or S_ISGID in its mode it left a set-user-ID file owned by
+	// the sandbox's root on the host. The mode is a 16-bit umode_t, so
+	// its low word holds the bits.
+	{sysCall{"mknod", sysMknod}, []argTest{{arg: 1, anyBits: setid}}},
+	{sysCall{"mknodat", unix.SYS_MKNODAT}, []argTest{{arg: 2, anyBits: setid}}},
+	// fcntl F_SETLEASE: a read lease on a file the sandbox's root owns
+	// (in a readable directory too) makes every host open for writing
+	// wait for the lease's holder, up to the host's lease-break-time.
+	// Nothing a command needs takes leases (Samba and NFS servers do).
+	{sysCall{"fcntl", unix.SYS_FCNTL}, []argTest{{arg: 1, lowOneOf: []uint32{unix.F_SETLEASE}}}},
+	// ioctl TIOCSTI pushes input into a terminal, TIOCLINUX's selection
+	// calls paste into one: both type commands into whatever shell reads
+	// a terminal the command was handed (bubblewrap's CVE-2017-5226).
+	// Commands have no controlling terminal, which the kernel already
+	// requires for TIOCSTI; this holds even on kernels that do not.
+	{sysCall{"ioctl", unix.SYS_IOCTL}, []argTest{{arg: 1, lowOneOf: []uint32{unix.TIOCSTI, unix.TIOCLINUX}}}},
 }
 
 // Where the kernel's struct seccomp_data puts each field. The program
@@ -304,6 +326,17 @@ func (a *bpfAsm) argTest(t argTest, holds, fails label) error {
 		}
 		a.add(bpf.LoadAbsolute{Off: argLo(t.arg), Size: 4})
 		a.jumpIf(bpf.JumpBitsSet, lo, holds, fails)
+		return nil
+	}
+	if len(t.lowOneOf) > 0 {
+		a.add(bpf.LoadAbsolute{Off: argLo(t.arg), Size: 4})
+		for i, v := range t.lowOneOf {
+			if i == len(t.lowOneOf)-1 {
+				a.jumpIf(bpf.JumpEqual, v, holds, fails)
+			} else {
+				a.jumpIf(bpf.JumpEqual, v, holds, next)
+			}
+		}
 		return nil
 	}
 	if len(t.noneOf) == 0 {

@@ -13,6 +13,7 @@ const x32SyscallBit = 0x40000000
 const (
 	sysOpen   = unix.SYS_OPEN
 	sysCreat  = unix.SYS_CREAT
+	sysMknod  = unix.SYS_MKNOD
 	sysChmod  = unix.SYS_CHMOD
 	sysIopl   = unix.SYS_IOPL
 	sysIoperm = unix.SYS_IOPERM

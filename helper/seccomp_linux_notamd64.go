@@ -8,6 +8,7 @@ package helper
 const (
 	sysOpen   = noSyscall
 	sysCreat  = noSyscall
+	sysMknod  = noSyscall
 	sysChmod  = noSyscall
 	sysIopl   = noSyscall
 	sysIoperm = noSyscall

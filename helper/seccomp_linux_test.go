@@ -78,7 +78,7 @@ var wantDenied = []string{
 }
 
 // x86Only are the system calls x86_64 has and arm64 does not.
-var x86Only = []string{"open", "creat", "chmod", "iopl", "ioperm", "uselib"}
+var x86Only = []string{"open", "creat", "chmod", "mknod", "iopl", "ioperm", "uselib"}
 
 // seccompCases is the policy, case by case, for this architecture.
 func seccompCases(t *testing.T) []seccompCase {
@@ -146,7 +146,8 @@ func seccompCases(t *testing.T) []seccompCase {
 		nr      int
 		modeArg int
 	}{{"chmod", sysChmod, 1}, {"fchmod", unix.SYS_FCHMOD, 1}, {"fchmodat", unix.SYS_FCHMODAT, 2},
-		{"fchmodat2", unix.SYS_FCHMODAT2, 2}, {"creat", sysCreat, 1}} {
+		{"fchmodat2", unix.SYS_FCHMODAT2, 2}, {"creat", sysCreat, 1},
+		{"mknod", sysMknod, 1}, {"mknodat", unix.SYS_MKNODAT, 2}} {
 		for _, m := range []struct {
 			mode uint64
 			want uint32
@@ -181,6 +182,56 @@ func seccompCases(t *testing.T) []seccompCase {
 			args[c.flags], args[c.mode] = o.flags, o.mode
 			add(c.name+" "+o.name, c.nr, o.want, args...)
 		}
+	}
+
+	// mknod of a set-user-ID regular file (S_IFREG, or a type of 0 which
+	// means the same) is refused; of an ordinary file, a fifo or a device
+	// (the kernel refuses the device for lack of CAP_MKNOD) it is not.
+	for _, c := range []struct {
+		name    string
+		nr      int
+		modeArg int
+	}{{"mknod", sysMknod, 1}, {"mknodat", unix.SYS_MKNODAT, 2}} {
+		for _, m := range []struct {
+			name string
+			mode uint64
+			want uint32
+		}{{"S_IFREG|04755", unix.S_IFREG | 0o4755, retEPERM}, {"S_IFREG|02755", unix.S_IFREG | 0o2755, retEPERM},
+			{"04755 (no type)", 0o4755, retEPERM}, {"S_IFIFO|06644", unix.S_IFIFO | 0o6644, retEPERM},
+			{"S_IFREG|0644", unix.S_IFREG | 0o644, retAllow}, {"S_IFIFO|0600", unix.S_IFIFO | 0o600, retAllow},
+			{"S_IFCHR|0666", unix.S_IFCHR | 0o666, retAllow}} {
+			args := []uint64{3, 0x7000_0000, 0}
+			args[c.modeArg] = m.mode
+			add(c.name+" "+m.name, c.nr, m.want, args...)
+		}
+	}
+
+	// fcntl F_SETLEASE and ioctl TIOCSTI and TIOCLINUX are refused on the
+	// command's low 32 bits, as the kernel reads it; every other command
+	// passes.
+	for _, c := range []struct {
+		name string
+		nr   int
+		cmd  uint64
+		want uint32
+	}{
+		{"fcntl F_SETLEASE", unix.SYS_FCNTL, unix.F_SETLEASE, retEPERM},
+		{"fcntl F_SETLEASE|1<<32", unix.SYS_FCNTL, 1<<32 | unix.F_SETLEASE, retEPERM},
+		{"fcntl F_SETLEASE|0xffffffff<<32", unix.SYS_FCNTL, 0xffffffff<<32 | unix.F_SETLEASE, retEPERM},
+		{"fcntl F_GETLEASE", unix.SYS_FCNTL, unix.F_GETLEASE, retAllow},
+		{"fcntl F_SETFL", unix.SYS_FCNTL, unix.F_SETFL, retAllow},
+		{"fcntl F_SETLK", unix.SYS_FCNTL, unix.F_SETLK, retAllow},
+		{"fcntl F_DUPFD_CLOEXEC", unix.SYS_FCNTL, unix.F_DUPFD_CLOEXEC, retAllow},
+		{"ioctl TIOCSTI", unix.SYS_IOCTL, unix.TIOCSTI, retEPERM},
+		{"ioctl TIOCSTI|1<<32", unix.SYS_IOCTL, 1<<32 | unix.TIOCSTI, retEPERM},
+		{"ioctl TIOCLINUX", unix.SYS_IOCTL, unix.TIOCLINUX, retEPERM},
+		{"ioctl TIOCLINUX|1<<63", unix.SYS_IOCTL, 1<<63 | unix.TIOCLINUX, retEPERM},
+		{"ioctl TCGETS", unix.SYS_IOCTL, unix.TCGETS, retAllow},
+		{"ioctl TIOCGWINSZ", unix.SYS_IOCTL, unix.TIOCGWINSZ, retAllow},
+		{"ioctl FIONREAD", unix.SYS_IOCTL, unix.TIOCINQ, retAllow},
+		{"ioctl SIOCSIFFLAGS", unix.SYS_IOCTL, unix.SIOCSIFFLAGS, retAllow},
+	} {
+		add(c.name, c.nr, c.want, 3, c.cmd, ^uint64(0))
 	}
 
 	// An argument that happens to equal another rule's system-call number

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,6 +27,12 @@ func init() {
 		attackUnix(args[0])
 	case "syscalls":
 		attackSyscalls()
+	case "setid":
+		attackSetID(args[0], args[1])
+	case "lease":
+		attackLease(args[0])
+	case "tty":
+		attackTTY()
 	case "alloc":
 		mib, _ := strconv.Atoi(args[0])
 		attackAlloc(mib)
@@ -125,4 +133,130 @@ func attackAlloc(mib int) {
 		keep = append(keep, b)
 	}
 	fmt.Println("ALLOCATED", len(keep), "MiB")
+}
+
+// attackSetID tries every way to leave a set-user-ID or set-group-ID file,
+// or a file capability, in dir (writable), given setid, a set-user-ID
+// file the sandbox can read ("" when the host has none). The test then
+// looks at dir from the host.
+func attackSetID(dir, setid string) {
+	try := func(name string, err error) {
+		if err != nil {
+			fmt.Println(name, "BLOCKED", err)
+		} else {
+			fmt.Println(name, "ALLOWED")
+		}
+	}
+	errno := func(_, _ uintptr, e unix.Errno) error {
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+	at := func(name string) string { return dir + "/" + name }
+	try("mknodat-suid", unix.Mknodat(unix.AT_FDCWD, at("m1"), unix.S_IFREG|0o4755, 0))
+	try("mknodat-sgid", unix.Mknodat(unix.AT_FDCWD, at("m2"), unix.S_IFREG|0o2755, 0))
+	try("mknodat-notype", unix.Mknodat(unix.AT_FDCWD, at("m3"), 0o6755, 0))
+	cwd := -100 // AT_FDCWD, as the kernel reads a 32-bit descriptor
+	p, _ := unix.BytePtrFromString(at("m4"))
+	try("mknodat-raw-highbits", errno(unix.Syscall6(unix.SYS_MKNODAT, uintptr(cwd), uintptr(unsafe.Pointer(p)), 1<<40|unix.S_IFREG|0o4755, 0, 0, 0)))
+	if runtime.GOARCH == "amd64" { // arm64 has mknodat only
+		const sysMknod = 133 // x86_64's mknod
+		p, _ := unix.BytePtrFromString(at("m5"))
+		try("mknod", errno(unix.Syscall(sysMknod, uintptr(unsafe.Pointer(p)), unix.S_IFREG|0o4755, 0)))
+	}
+	if err := os.WriteFile(at("plain"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		fmt.Println("FAILED to write a plain file:", err)
+		return
+	}
+	try("chmod", unix.Chmod(at("plain"), 0o4755))
+	try("fchmodat", unix.Fchmodat(unix.AT_FDCWD, at("plain"), 0o2755, 0))
+	p, _ = unix.BytePtrFromString(at("plain"))
+	try("fchmodat2", errno(unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(cwd), uintptr(unsafe.Pointer(p)), 0o6755, 0, 0, 0)))
+	if fd, err := unix.Open(at("plain"), unix.O_RDONLY, 0); err == nil {
+		try("fchmod", unix.Fchmod(fd, 0o4755))
+		unix.Close(fd)
+	}
+	fd, err := unix.Open(at("t1"), unix.O_CREAT|unix.O_WRONLY, 0o4755)
+	try("open-creat", err)
+	if err == nil {
+		unix.Close(fd)
+	}
+	fd, err = unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY, 0o4755)
+	try("open-tmpfile", err)
+	if err == nil {
+		unix.Close(fd)
+	}
+	// A file capability (security.capability, version 2, effective,
+	// permitting CAP_SETUID): a host root file that grants it would be
+	// as good as set-user-ID root.
+	cap := []byte{0x01, 0x00, 0x00, 0x02, 1 << unix.CAP_SETUID, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	try("setxattr-capability", unix.Setxattr(at("plain"), "security.capability", cap, 0))
+	try("setxattr-trusted", unix.Setxattr(at("plain"), "trusted.hutch", []byte("x"), 0))
+	// A whiteout is a character device 0/0, no device at all (and /dev
+	// is the only place devices open): Linux 5.8 and later make it
+	// without CAP_MKNOD. Tried for the host check, whatever it answers.
+	try("renameat2-whiteout", unix.Renameat2(unix.AT_FDCWD, at("plain"), unix.AT_FDCWD, at("moved"), unix.RENAME_WHITEOUT))
+	if setid != "" {
+		try("link-setuid-file", unix.Link(setid, at("linked")))
+		// cp -p's way: a copy whose mode is set to the source's after.
+		b, err := os.ReadFile(setid)
+		if err == nil {
+			err = os.WriteFile(at("copied"), b, 0o755)
+		}
+		if err == nil {
+			var st unix.Stat_t
+			if err = unix.Stat(setid, &st); err == nil {
+				err = unix.Chmod(at("copied"), st.Mode&0o7777)
+			}
+		}
+		try("copy-setuid-file", err)
+	}
+	try("open_by_handle_at", errno(unix.Syscall(unix.SYS_OPEN_BY_HANDLE_AT, uintptr(cwd), 0, 0)))
+}
+
+// attackLease tries to take a read lease on path (a file the sandbox's
+// root owns), with the command as the kernel reads it and with high bits
+// set; a lease got is held for 3 seconds, so a host writer would wait.
+func attackLease(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Println("FAILED to open:", err)
+		return
+	}
+	defer f.Close()
+	for _, c := range []struct {
+		name string
+		cmd  uintptr
+	}{{"F_SETLEASE", unix.F_SETLEASE}, {"F_SETLEASE-highbits", 1<<32 | unix.F_SETLEASE}} {
+		_, _, e := unix.Syscall(unix.SYS_FCNTL, f.Fd(), c.cmd, unix.F_RDLCK)
+		if e != 0 {
+			fmt.Println(c.name, "BLOCKED", e)
+			continue
+		}
+		fmt.Println(c.name, "ALLOWED")
+		time.Sleep(3 * time.Second)
+		unix.Syscall(unix.SYS_FCNTL, f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+	}
+}
+
+// attackTTY tries to type into the terminal of its standard input (the
+// test hands it one) with TIOCSTI, and TIOCLINUX's paste.
+func attackTTY() {
+	c := byte('x')
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+	fmt.Println("TIOCSTI", verdict(e))
+	_, _, e = unix.Syscall(unix.SYS_IOCTL, 0, 1<<32|unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+	fmt.Println("TIOCSTI-highbits", verdict(e))
+	sub := byte(3) // TIOCL_PASTESEL
+	_, _, e = unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCLINUX, uintptr(unsafe.Pointer(&sub)))
+	fmt.Println("TIOCLINUX", verdict(e))
+}
+
+// verdict says BLOCKED with the error, or ALLOWED.
+func verdict(e unix.Errno) string {
+	if e != 0 {
+		return "BLOCKED " + e.Error()
+	}
+	return "ALLOWED"
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -539,6 +540,112 @@ func TestSecretsInParentEnvironment(t *testing.T) {
 		k, _, _ := strings.Cut(line, "=")
 		if k != "PATH" && k != "HOME" && k != "LANG" && k != "ADDED" {
 			t.Errorf("unexpected variable %s", line)
+		}
+	}
+}
+
+// No set-user-ID or set-group-ID file, and no file capability, can be
+// left on the host, by any route: mknod and mknodat of a regular file
+// (which left -rwsr-xr-x root files before they were refused), the chmod
+// family, creating opens, an xattr, a whiteout, a link to or a copy of a
+// host set-user-ID file. The work directory is then read from the host.
+func TestNoSetIDFiles(t *testing.T) {
+	e := newEnv(t)
+	setid := readableSetID()
+	out := e.attack(t, e.pol, "setid", e.work, setid)
+	names := []string{"mknodat-suid", "mknodat-sgid", "mknodat-notype", "mknodat-raw-highbits", "chmod", "fchmodat",
+		"fchmodat2", "fchmod", "open-creat", "open-tmpfile", "setxattr-capability", "setxattr-trusted",
+		"open_by_handle_at"}
+	if runtime.GOARCH == "amd64" {
+		names = append(names, "mknod")
+	}
+	if setid != "" {
+		names = append(names, "link-setuid-file", "copy-setuid-file")
+	} else {
+		t.Log("no readable set-user-ID file on this host: the link and copy cases are not tried")
+	}
+	for _, name := range names {
+		if !strings.Contains(out, "\n"+name+" BLOCKED") && !strings.HasPrefix(out, name+" BLOCKED") {
+			t.Errorf("%s was not refused: %s", name, out)
+		}
+	}
+	if strings.Count(out, "ALLOWED") > strings.Count(out, "renameat2-whiteout ALLOWED") {
+		t.Errorf("a route got through: %s", out)
+	}
+	// And through a shell, as the escape suite found it.
+	e.run(t, sh("python3 -c 'import os; os.mknod(\"m-py\", 0o104755)'; cp -p "+setid+" cp-p 2>/dev/null; install -m 4755 /bin/true inst 2>/dev/null; true"))
+	err := filepath.WalkDir(e.work, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		if st.Mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 && d.Type().IsRegular() {
+			t.Errorf("a set-id file is on the host: %s, mode %o", p, st.Mode)
+		}
+		if n, _ := syscall.Getxattr(p, "security.capability", nil); n > 0 {
+			t.Errorf("a file capability is on the host: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readableSetID is a set-user-ID file of the default policy's paths, or "".
+func readableSetID() string {
+	for _, p := range []string{"/usr/bin/su", "/usr/bin/passwd", "/usr/bin/mount", "/usr/bin/newgrp", "/usr/bin/chsh"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// No lease: a read lease on a file the sandbox's root owns, in a readable
+// directory, made host writers wait for the command (up to the host's
+// lease-break-time, 45 s).
+func TestNoLeases(t *testing.T) {
+	e := newEnv(t)
+	file := filepath.Join(e.outside, "leased")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := e.pol.Extend(policy.Policy{Read: []string{e.outside}})
+	done := make(chan string, 1)
+	go func() { done <- e.attack(t, pol, "lease", file) }()
+	// While the command runs (a granted lease is held 3 s), a host writer
+	// gets through at once.
+	time.Sleep(time.Second)
+	start := time.Now()
+	if f, err := os.OpenFile(file, os.O_WRONLY, 0); err == nil {
+		f.Close()
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a host open for writing waited %v for the sandbox's lease", d)
+	}
+	out := <-done
+	for _, name := range []string{"F_SETLEASE", "F_SETLEASE-highbits"} {
+		if !strings.Contains(out, name+" BLOCKED") {
+			t.Errorf("%s was not refused: %s", name, out)
+		}
+	}
+}
+
+// No command can type into a terminal: TIOCSTI and TIOCLINUX are refused
+// by the filter (EPERM) before the kernel looks at the descriptor, which
+// here is a pipe (the kernel's own answer would be ENOTTY). Commands never
+// get hutch's terminal and have no controlling one; this is the layer
+// beneath.
+func TestNoTerminalInjection(t *testing.T) {
+	e := newEnv(t)
+	out := e.attack(t, e.pol, "tty")
+	for _, name := range []string{"TIOCSTI", "TIOCSTI-highbits", "TIOCLINUX"} {
+		if !strings.Contains(out, name+" BLOCKED operation not permitted") {
+			t.Errorf("%s was not refused by the filter: %s", name, out)
 		}
 	}
 }
