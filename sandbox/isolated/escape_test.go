@@ -649,3 +649,64 @@ func TestNoTerminalInjection(t *testing.T) {
 		}
 	}
 }
+
+// Nothing in /proc that the host's unprivileged users cannot read is
+// readable in the sandbox, even when hutch runs as root and the sandbox's
+// root is the host's (slabinfo, kpageflags, vmallocinfo, root-only
+// sysctls...). The list is the running kernel's, walked here on the host;
+// with the host's network, /proc/sys/net's root-only entries (the TCP
+// Fast Open key) are the host's too.
+func TestRootOnlyProcHidden(t *testing.T) {
+	e := newEnv(t)
+	if os.Getuid() != 0 {
+		t.Log("not root: the sandbox's root is this user, who cannot read root-only files anyway; the test still runs")
+	}
+	for _, c := range []struct {
+		name    string
+		network policy.Network
+	}{{"own network", policy.NetworkNone}, {"host network", policy.NetworkAll}} {
+		t.Run(c.name, func(t *testing.T) {
+			var rootOnly []string
+			err := filepath.WalkDir("/proc", func(p string, d os.DirEntry, err error) error {
+				if err != nil {
+					return nil // a directory it cannot read (WalkDir skips it)
+				}
+				name := d.Name()
+				if filepath.Dir(p) == "/proc" && (name[0] >= '0' && name[0] <= '9' || name == "self" || name == "thread-self") ||
+					p == "/proc/sys/net" && c.network != policy.NetworkAll {
+					if d.IsDir() {
+						return filepath.SkipDir
+					}
+					return nil // self, thread-self: links
+				}
+				fi, err := d.Info()
+				if err != nil || !fi.Mode().IsRegular() {
+					return nil
+				}
+				if m := fi.Mode().Perm(); m&0o004 == 0 && m&0o444 != 0 {
+					rootOnly = append(rootOnly, p)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rootOnly) == 0 {
+				t.Fatal("no root-only file in this host's /proc: the walk is wrong")
+			}
+			// head's exit status says whether it could read; a masked file
+			// cannot even be opened.
+			script := `for f in "$@"; do if head -c 1 "$f" >/dev/null 2>&1; then echo "READABLE $f"; fi; done; echo checked`
+			pol := e.pol
+			pol.Network = c.network
+			r := e.runWith(t, pol, sandbox.Command{Args: append([]string{"sh", "-c", script, "sh"}, rootOnly...)})
+			if !strings.Contains(string(r.Stdout), "checked") {
+				t.Fatalf("the check did not run: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+			}
+			if strings.Contains(string(r.Stdout), "READABLE") {
+				t.Errorf("root-only /proc files are readable in the sandbox:\n%s", r.Stdout)
+			}
+			t.Logf("%d root-only files checked: %s", len(rootOnly), strings.Join(rootOnly, " "))
+		})
+	}
+}
