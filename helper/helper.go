@@ -78,6 +78,15 @@ func Main() {
 // the binary as a helper is safe.
 func Ready() bool { return ready.Load() }
 
+// HelperEnv is the whole environment hutch gives its own processes in a
+// sandbox (a session's init, runners, exec helpers). It stops the Go
+// runtime's cgroup CPU-limit reader, which otherwise opens the host's
+// cpu.cfs_quota_us and cpu.cfs_period_us at start (before the init
+// changes root) and keeps them open for the life of the process: no
+// descriptor opened on the host may live on inside. Their GOMAXPROCS is
+// then the CPUs they may run on.
+var HelperEnv = []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
+
 // Job is what the host hands the init process: the policy and the command.
 // It travels as JSON on the init's file descriptor 3.
 type Job struct {

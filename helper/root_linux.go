@@ -47,7 +47,21 @@ func rootProgram(p policy.Policy) (*program, error) {
 	if err := b.root(p); err != nil {
 		return nil, err
 	}
+	b.nullStdio()
 	return b.build()
+}
+
+// nullStdio appends putting the sandbox's own /dev/null on descriptors
+// 0, 1 and 2 in place of what the process was started with: the host's
+// (a session's init gets the host's /dev/null), which nothing in the
+// sandbox may hold.
+func (b *builder) nullStdio() {
+	null := b.slot()
+	b.call("opening /dev/null", unix.SYS_OPENAT, cwd, b.str("/dev/null"), unix.O_RDWR|unix.O_CLOEXEC).out = null
+	for i := range 3 {
+		b.call("standard streams", unix.SYS_DUP3, 0, uintptr(i), 0).in[0] = null
+	}
+	b.close(null)
 }
 
 // root appends rootProgram's steps.

@@ -288,7 +288,7 @@ func startRunner(job Job) (*runner, error) {
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{RunnerName}
 	c.Dir = "/"
-	c.Env = []string{}
+	c.Env = HelperEnv
 	c.ExtraFiles = groupExtraFiles(job, []*os.File{child})
 	c.SysProcAttr = helperAttrs()
 	err = c.Start()

@@ -362,7 +362,7 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{ExecName}
 	c.Dir = job.Dir
-	c.Env = []string{}
+	c.Env = HelperEnv
 	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], diag.w
 	c.ExtraFiles = placeFile(groupExtraFiles(job, []*os.File{jobR, stW}), ExecStderrFD, passed[2])
 	c.SysProcAttr = helperAttrs()

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
@@ -708,5 +710,175 @@ func TestRootOnlyProcHidden(t *testing.T) {
 			}
 			t.Logf("%d root-only files checked: %s", len(rootOnly), strings.Join(rootOnly, " "))
 		})
+	}
+}
+
+// No process of a sandbox holds a descriptor opened on the host, nor has
+// its working directory or root there (a host descriptor is what runc's
+// CVE-2024-21626 climbed out through): every file descriptor, cwd and
+// root of the one-shot's PID 1, a session's init, runner and exec helper,
+// and the commands themselves, lies on a mount of the process's own
+// mount namespace. Pipes, sockets and anonymous inodes are not files of
+// any tree. The one exception, by design, is the control files of the
+// sandbox's own commands' cgroup (cgroup.procs, cgroup.threads or tasks,
+// pids.current), which hutch's helpers hold close-on-exec to put each
+// command in its group: regular files, never a directory, so no path
+// leads from them anywhere.
+func TestNoHostDescriptorsInSandbox(t *testing.T) {
+	e := newEnv(t)
+	if os.Getuid() != 0 {
+		testenv.Missing(t, "reading the descriptors of hutch's undumpable processes needs root")
+	}
+	const marker = "4242.17"
+	waitFor := func(t *testing.T, n int) []int {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			procs := descendants(os.Getpid())
+			found := 0
+			for _, p := range procs {
+				if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); bytes.Contains(cmdline, []byte(marker)) {
+					found++
+				}
+			}
+			if found >= n {
+				return procs
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the commands did not start: %d of %d", found, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	check := func(t *testing.T, procs []int) {
+		t.Helper()
+		for _, p := range procs {
+			checkOwnMounts(t, p)
+		}
+	}
+	pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 64, Memory: 256 << 20}})
+	t.Run("one-shot", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := isolated.Run(bg, pol, sandbox.Command{Args: []string{"sleep", marker}, Timeout: 20 * time.Second})
+			done <- err
+		}()
+		check(t, waitFor(t, 1))
+		killMarked(marker)
+		<-done
+	})
+	t.Run("session", func(t *testing.T) {
+		sb, err := isolated.New(bg, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		if _, err := sb.Exec(bg, sh("true")); err != nil { // the runner is up
+			t.Fatal(err)
+		}
+		// Two at once: one through the runner, one through an exec helper.
+		done := make(chan error, 2)
+		for range 2 {
+			go func() {
+				_, err := sb.Exec(bg, sandbox.Command{Args: []string{"sleep", marker}, Timeout: 20 * time.Second})
+				done <- err
+			}()
+		}
+		check(t, waitFor(t, 2))
+		killMarked(marker)
+		<-done
+		<-done
+	})
+}
+
+// checkOwnMounts fails t for every descriptor, working directory or root
+// of process pid that is not on a mount of pid's own mount namespace.
+func checkOwnMounts(t *testing.T, pid int) {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d", pid)
+	comm, _ := os.ReadFile(dir + "/comm")
+	who := fmt.Sprintf("process %d (%s)", pid, bytes.TrimSpace(comm))
+	info, err := os.ReadFile(dir + "/mountinfo")
+	if err != nil {
+		return // gone
+	}
+	own := map[uint64]bool{}
+	for line := range strings.SplitSeq(string(info), "\n") {
+		if id, err := strconv.ParseUint(strings.SplitN(line, " ", 2)[0], 10, 64); err == nil {
+			own[id] = true
+		}
+	}
+	mountOf := func(path string) (uint64, bool) {
+		var stx unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_MNT_ID, &stx); err != nil {
+			return 0, false
+		}
+		return stx.Mnt_id, true
+	}
+	for _, link := range []string{"cwd", "root"} {
+		if id, ok := mountOf(dir + "/" + link); ok && !own[id] {
+			target, _ := os.Readlink(dir + "/" + link)
+			t.Errorf("%s: its %s %s is outside its own mounts", who, link, target)
+		}
+	}
+	fds, _ := os.ReadDir(dir + "/fd")
+	for _, fd := range fds {
+		path := dir + "/fd/" + fd.Name()
+		target, err := os.Readlink(path)
+		if err != nil || !strings.HasPrefix(target, "/") {
+			continue // gone, or a pipe, socket or anonymous inode
+		}
+		if strings.HasPrefix(target, "/sys/fs/cgroup/") && strings.Contains(target, "/hutch-") {
+			switch filepath.Base(target) {
+			case "cgroup.procs", "cgroup.threads", "tasks", "pids.current":
+				continue // the commands' group: see TestNoHostDescriptorsInSandbox
+			}
+		}
+		if id, ok := mountOf(path); ok && !own[id] {
+			t.Errorf("%s: descriptor %s is %s, opened outside its own mounts", who, fd.Name(), target)
+		}
+	}
+}
+
+// descendants lists every process below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The parent is the second field after the command's ")".
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+				ppid, _ := strconv.Atoi(f[1])
+				children[ppid] = append(children[ppid], p)
+			}
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
+}
+
+// killMarked kills every process of this test whose command line holds
+// marker.
+func killMarked(marker string) {
+	for _, p := range descendants(os.Getpid()) {
+		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); bytes.Contains(cmdline, []byte(marker)) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
 	}
 }

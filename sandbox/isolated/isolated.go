@@ -291,7 +291,7 @@ func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sand
 	}
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{helper.InitName}
-	c.Env = []string{}
+	c.Env = helper.HelperEnv
 	c.ExtraFiles = []*os.File{sandboxEnd}
 	if netSandbox != nil {
 		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD
