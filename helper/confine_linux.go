@@ -36,7 +36,7 @@ func confineOps(b *builder, job Job) error {
 
 // limits appends the policy's resource limits that rlimits enforce.
 func (b *builder) limits(job Job) {
-	for _, r := range rlimits(job.Policy.Limits, job.PidsByCgroup) {
+	for _, r := range append(rlimits(job.Policy.Limits, job.PidsByCgroup), job.Quotas.rlimits()...) {
 		b.call(r.name+" limit", unix.SYS_PRLIMIT64, 0, uintptr(r.resource), ptr(b, &unix.Rlimit{Cur: r.cur, Max: r.max}), 0)
 	}
 }

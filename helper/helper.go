@@ -87,6 +87,30 @@ func Ready() bool { return ready.Load() }
 // then the CPUs they may run on.
 var HelperEnv = []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
 
+// Quotas are a sandbox's shares of the kernel counts that are kept per
+// host user through every user namespace: a sandbox's processes count
+// against the host user hutch runs as, together with every other process
+// of that user (other sandboxes, hutch itself, and with hutch running as
+// root the whole system's root processes). Bounded here, one sandbox
+// cannot use up the share the others need: without it a command holding
+// 128 inotify instances left every process of the user with "too many
+// open files" from inotify_init1.
+type Quotas struct {
+	// Sysctls are the sandbox's user namespace's own maxima, by their
+	// name under /proc/sys/user (max_inotify_instances and friends). The
+	// kernel checks a namespace's count against its own maximum and each
+	// parent's, so these bound the sandbox and everything in it; its
+	// processes have no capability to raise them, and cannot make a
+	// namespace of their own.
+	Sysctls map[string]int64 `json:"sysctls,omitempty"`
+	// MsgQueue, SigPending and MemLock are the commands' RLIMIT_MSGQUEUE
+	// (bytes of POSIX message queues), RLIMIT_SIGPENDING (queued
+	// signals) and RLIMIT_MEMLOCK (bytes of locked memory), soft and
+	// hard; 0 leaves one as it is. The kernel compares each with the
+	// sandbox's own count, so they bound the sandbox as a whole.
+	MsgQueue, SigPending, MemLock uint64
+}
+
 // Job is what the host hands the init process: the policy and the command.
 // It travels as JSON on the init's file descriptor 3.
 type Job struct {
@@ -107,6 +131,9 @@ type Job struct {
 	// CommandGroup), whose files the helpers hold at CmdGroupFD and
 	// CountFD.
 	CmdGroup bool `json:"cmd_group,omitempty"`
+	// Quotas are the sandbox's shares of the kernel's per-user counts
+	// (see SandboxQuotas); the zero value sets none.
+	Quotas Quotas `json:"quotas,omitzero"`
 	// Quoted, on the wire only, says Argv, Env and Dir are in Go's quoted
 	// form (see quoteWords).
 	Quoted bool `json:"quoted,omitempty"`

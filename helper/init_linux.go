@@ -55,7 +55,7 @@ func initMain() int {
 }
 
 func setup(job Job) error {
-	prog, err := rootProgram(job.Policy)
+	prog, err := rootProgram(job.Policy, job.Quotas)
 	if err != nil {
 		return err
 	}

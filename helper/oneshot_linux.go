@@ -99,7 +99,7 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	b.call("new cgroup namespace", unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP)
 	b.call("new session", unix.SYS_SETSID)
 	b.retitle(InitName)
-	if err := b.root(job.Policy); err != nil {
+	if err := b.root(job.Policy, job.Quotas); err != nil {
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, err)
 	}
 	dirOp := b.mark()

@@ -152,7 +152,7 @@ func TestProgramBuildLimits(t *testing.T) {
 	if _, err := b.build(); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("a NUL in a path: %v", err)
 	}
-	if _, err := rootProgram(policy.Policy{Read: []string{"/usr\x00/x"}}); err == nil {
+	if _, err := rootProgram(policy.Policy{Read: []string{"/usr\x00/x"}}, Quotas{}); err == nil {
 		t.Fatal("a policy path with a NUL built a root")
 	}
 }
@@ -168,7 +168,7 @@ func TestRootProgramHostPaths(t *testing.T) {
 	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rootProgram(policy.Policy{Read: []string{filepath.Join(dir, "link", "x")}}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := rootProgram(policy.Policy{Read: []string{filepath.Join(dir, "link", "x")}}, Quotas{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("a path through a link: %v", err)
 	}
 	binds, _, err := hostBinds(policy.Policy{Read: []string{filepath.Join(dir, "missing"), filepath.Join(dir, "link"), real}})

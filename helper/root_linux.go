@@ -42,9 +42,9 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // Decisions that depend on the host (which paths exist, which are links)
 // are taken here, in ordinary Go; the program checks at run time that
 // each path it opens is still of the type seen here, and fails otherwise.
-func rootProgram(p policy.Policy) (*program, error) {
+func rootProgram(p policy.Policy, q Quotas) (*program, error) {
 	b := newBuilder()
-	if err := b.root(p); err != nil {
+	if err := b.root(p, q); err != nil {
 		return nil, err
 	}
 	b.nullStdio()
@@ -65,13 +65,14 @@ func (b *builder) nullStdio() {
 }
 
 // root appends rootProgram's steps.
-func (b *builder) root(p policy.Policy) error {
+func (b *builder) root(p policy.Policy, q Quotas) error {
 	size := ""
 	if m := int64(p.Limits.Memory); m > 0 {
 		// tmpfs pages are not counted by the per-process rlimit fallback.
 		size = ",size=" + strconv.FormatInt(m, 10)
 	}
 	b.call("making mounts private", unix.SYS_MOUNT, b.str(""), b.str("/"), 0, unix.MS_REC|unix.MS_PRIVATE, 0)
+	b.quotas(q)
 
 	binds, rootBind, err := hostBinds(p)
 	if err != nil {

@@ -1,6 +1,7 @@
 package isolated_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -33,6 +34,8 @@ func init() {
 		attackLease(args[0])
 	case "tty":
 		attackTTY()
+	case "quotas":
+		attackQuotas(args[0])
 	case "alloc":
 		mib, _ := strconv.Atoi(args[0])
 		attackAlloc(mib)
@@ -259,4 +262,64 @@ func verdict(e unix.Errno) string {
 		return "BLOCKED " + e.Error()
 	}
 	return "ALLOWED"
+}
+
+// attackQuotas takes as many inotify instances, fanotify groups and POSIX
+// message queues as it can, tries to raise its namespace's maxima and its
+// per-user rlimits, then says so in the file hold (for the test to look
+// at the host meanwhile) and keeps everything 3 seconds.
+func attackQuotas(hold string) {
+	var inotify, fanotify, queues int
+	for inotify < 100000 {
+		if _, err := unix.InotifyInit1(unix.IN_CLOEXEC); err != nil {
+			fmt.Println("inotify stopped:", err)
+			break
+		}
+		inotify++
+	}
+	for fanotify < 100000 {
+		// The unprivileged form (Linux 5.13).
+		if _, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, unix.O_RDONLY); err != nil {
+			fmt.Println("fanotify stopped:", err)
+			break
+		}
+		fanotify++
+	}
+	attr := [8]int64{0, 10, 8192} // mq_flags, mq_maxmsg, mq_msgsize
+	for queues < 1000 {
+		// The system call takes the name without mq_open(3)'s "/".
+		name, _ := unix.BytePtrFromString(fmt.Sprintf("hutch-%d", queues))
+		_, _, e := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(name)), unix.O_CREAT|unix.O_RDWR, 0o600, uintptr(unsafe.Pointer(&attr)), 0, 0)
+		if e != 0 {
+			fmt.Println("mq_open stopped:", e)
+			break
+		}
+		queues++
+	}
+	fmt.Println("inotify", inotify, "fanotify", fanotify, "queues", queues)
+	err := os.WriteFile("/proc/sys/user/max_inotify_instances", []byte("100000"), 0)
+	fmt.Println("raise-sysctl", verdict(errnoOf(err)))
+	for _, r := range []struct {
+		name     string
+		resource int
+	}{{"raise-msgqueue", unix.RLIMIT_MSGQUEUE}, {"raise-sigpending", unix.RLIMIT_SIGPENDING}, {"raise-memlock", unix.RLIMIT_MEMLOCK}} {
+		var l unix.Rlimit
+		unix.Getrlimit(r.resource, &l)
+		l.Cur, l.Max = l.Max+1, l.Max+1
+		fmt.Println(r.name, verdict(errnoOf(unix.Setrlimit(r.resource, &l))))
+	}
+	os.WriteFile(hold, []byte("holding"), 0o644)
+	time.Sleep(3 * time.Second)
+}
+
+// errnoOf is err's errno, 0 for nil, EIO for an error without one.
+func errnoOf(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return unix.EIO
 }

@@ -14,9 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
@@ -879,6 +881,93 @@ func killMarked(marker string) {
 	for _, p := range descendants(os.Getpid()) {
 		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); bytes.Contains(cmdline, []byte(marker)) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+}
+
+// The kernel counts inotify instances, fanotify groups and message queue
+// bytes per host user through every user namespace: a command holding
+// all it could get left every other process of hutch's user (other
+// sandboxes, hutch itself) with "too many open files". A sandbox gets a
+// share (helper.QuotaShare) and cannot raise it; while a command holds
+// all of its share, the host still gets one of each.
+func TestSandboxCannotExhaustUserQuotas(t *testing.T) {
+	e := newEnv(t)
+	hold := filepath.Join(e.work, "holding")
+	done := make(chan string, 1)
+	go func() { done <- e.attack(t, e.pol, "quotas", hold) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(hold); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never held its quotas: %s", <-done)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC); err != nil {
+		t.Errorf("the host got no inotify instance while the sandbox held its own: %v", err)
+	} else {
+		unix.Close(fd)
+	}
+	if fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, unix.O_RDONLY); err != nil {
+		t.Errorf("the host got no fanotify group while the sandbox held its own: %v", err)
+	} else {
+		unix.Close(fd)
+	}
+	name, _ := unix.BytePtrFromString(fmt.Sprintf("hutch-test-%d", os.Getpid()))
+	attr := [8]int64{0, 10, 8192}
+	if fd, _, errno := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(name)), unix.O_CREAT|unix.O_RDWR, 0o600, uintptr(unsafe.Pointer(&attr)), 0, 0); errno != 0 {
+		t.Errorf("the host got no message queue while the sandbox held its own: %v", errno)
+	} else {
+		unix.Close(int(fd))
+		unix.Syscall(unix.SYS_MQ_UNLINK, uintptr(unsafe.Pointer(name)), 0, 0)
+	}
+	out := <-done
+	t.Log(out)
+	for _, name := range []string{"raise-sysctl", "raise-msgqueue", "raise-sigpending", "raise-memlock"} {
+		if !strings.Contains(out, name+" BLOCKED") {
+			t.Errorf("%s was not refused: %s", name, out)
+		}
+	}
+	var inotify, fanotify, queues int
+	if i := strings.Index(out, "\ninotify "); i < 0 {
+		t.Fatalf("no counts: %s", out)
+	} else if _, err := fmt.Sscanf(out[i+1:], "inotify %d fanotify %d queues %d", &inotify, &fanotify, &queues); err != nil {
+		t.Fatalf("no counts: %v: %s", err, out)
+	}
+	q := helper.SandboxQuotas()
+	if n := q.Sysctls["max_inotify_instances"]; n == 0 || int64(inotify) > n {
+		t.Errorf("the sandbox took %d inotify instances, its share is %d", inotify, n)
+	}
+	if n := q.Sysctls["max_fanotify_groups"]; n > 0 && int64(fanotify) > n {
+		t.Errorf("the sandbox took %d fanotify groups, its share is %d", fanotify, n)
+	}
+}
+
+// A command's per-user rlimits are the sandbox's shares, soft and hard.
+func TestSandboxQuotaRlimits(t *testing.T) {
+	e := newEnv(t)
+	q := helper.SandboxQuotas()
+	r := e.run(t, sh("cat /proc/self/limits"))
+	for _, c := range []struct {
+		row string
+		v   uint64
+	}{{"Max msgqueue size", q.MsgQueue}, {"Max pending signals", q.SigPending}, {"Max locked memory", q.MemLock}} {
+		want := fmt.Sprintf("%d", c.v)
+		found := false
+		for line := range strings.SplitSeq(string(r.Stdout), "\n") {
+			if strings.HasPrefix(line, c.row) {
+				f := strings.Fields(strings.TrimPrefix(line, c.row))
+				found = len(f) >= 2 && f[0] == want && f[1] == want
+				if !found {
+					t.Errorf("%s: %q, want %s soft and hard", c.row, line, want)
+				}
+			}
+		}
+		if !found && !t.Failed() {
+			t.Errorf("no %q in %q", c.row, r.Stdout)
 		}
 	}
 }

@@ -166,7 +166,7 @@ func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
 			return pol, helper.Job{}, nil, err
 		}
 	}
-	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid()}
+	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid(), Quotas: helper.SandboxQuotas()}
 	// Memory and process limits go to control groups where hutch may
 	// create them; elsewhere the exec helper falls back to rlimits.
 	cg, cgErr := newCgroup(pol.Limits)
