@@ -25,6 +25,7 @@ import (
 func execMain() int {
 	runtime.LockOSThread() // capabilities are per thread: fork from this one
 	prepareCommandOOM()    // while its /proc files are still its own
+	holdInitTasks()        // while it may still see the init
 	// Out of the command's reach: it cannot reopen the status pipe through
 	// /proc to forge its own result, nor signal this PID 1 away.
 	unreachable()

@@ -95,7 +95,11 @@ func (b *builder) root(p policy.Policy, q Quotas) error {
 	// A /proc of the sandbox's PID namespace, made while the host's /proc
 	// is still in view: the kernel refuses a new /proc in a user
 	// namespace that shows none.
-	proc := b.newMount("proc", "", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	// hidepid=ptraceable: a process sees in it only the processes it may
+	// trace, so commands never see hutch's own (the init, a one-shot's
+	// PID 1, runners and exec helpers are not dumpable): commands get a
+	// PID namespace, as /proc shows it, of their own processes alone.
+	proc := b.newMount("proc", "hidepid=ptraceable", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 
 	// The new root: a copy of the host's root when the policy lists "/",
 	// else an empty tmpfs; mounted on /tmp (any directory will do), made

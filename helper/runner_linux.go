@@ -46,6 +46,7 @@ const runnerMinOpenFiles = 64
 func runnerMain() int {
 	runtime.LockOSThread() // confinement is per thread: start commands from this one
 	prepareCommandOOM()    // while its /proc files are still its own
+	holdInitTasks()        // while it may still see the init
 	unreachable()
 	conn, req, ok := recvStart()
 	if !ok {

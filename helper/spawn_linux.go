@@ -79,18 +79,43 @@ func spawn(job Job, prog string, setsid bool, files [3]*os.File) (int, error) {
 }
 
 // sandboxTasks counts the tasks (threads) of every process this one's
-// /proc shows: inside a sandbox, its PID namespace's.
+// /proc shows (inside a sandbox, its PID namespace's), and those of the
+// session's init through initTasks: commands do not see hutch's own
+// processes (the sandbox's /proc has hidepid=ptraceable, and hutch's are
+// not dumpable), and once confined this helper is one of them. Other
+// helpers of the session (a runner busy with another command, exec
+// helpers) stay out of the count.
 func sandboxTasks() int {
 	procs, _ := os.ReadDir("/proc")
 	n := 0
 	for _, p := range procs {
-		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' || p.Name() == "1" && initTasks != nil {
 			continue
 		}
 		tasks, _ := os.ReadDir("/proc/" + p.Name() + "/task")
 		n += len(tasks)
 	}
+	if initTasks != nil {
+		if _, err := initTasks.Seek(0, 0); err == nil {
+			names, _ := initTasks.Readdirnames(-1)
+			n += len(names)
+		}
+	}
 	return n
+}
+
+// initTasks is the session's init's task directory, opened by
+// holdInitTasks; nil elsewhere.
+var initTasks *os.File
+
+// holdInitTasks opens the init's task directory (/proc/1/task) while this
+// helper may still see the init: its capabilities pass hidepid's check,
+// which only a lookup makes, not a read of an open directory. Close on
+// exec: no command gets it.
+func holdInitTasks() {
+	if f, err := os.Open("/proc/1/task"); err == nil {
+		initTasks = f
+	}
 }
 
 // spawnBlocked runs spawnCommand from a locked thread with every signal

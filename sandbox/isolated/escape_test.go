@@ -971,3 +971,24 @@ func TestSandboxQuotaRlimits(t *testing.T) {
 		}
 	}
 }
+
+// Commands see only their own processes in /proc: hutch's (a one-shot's
+// PID 1, a session's init, runner and exec helpers) are not there to
+// list, open or read, even by their PID.
+func TestCommandsDoNotSeeHutch(t *testing.T) {
+	e := newEnv(t)
+	script := `for d in /proc/[0-9]*; do printf 'PID %s %s\n' "${d#/proc/}" "$(tr '\0' ' ' < $d/cmdline)"; done
+for p in 1 2 3; do if [ -e /proc/$p/cmdline ]; then printf 'HAS %s %s\n' $p "$(tr '\0' ' ' < /proc/$p/cmdline)"; fi; done; echo listed`
+	r := e.run(t, sh(script))
+	out := string(r.Stdout)
+	if !strings.Contains(out, "listed") || !strings.Contains(out, "PID ") {
+		t.Fatalf("the listing did not run: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		for _, name := range []string{helper.InitName, helper.RunnerName, helper.ExecName, "hutch"} {
+			if strings.Contains(line, name) {
+				t.Errorf("a command sees hutch's process: %q", line)
+			}
+		}
+	}
+}
