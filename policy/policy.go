@@ -42,10 +42,14 @@ const (
 	NetworkAllow Network = "allow"
 )
 
-// Limits bound a command's resources; zero means no limit.
+// Limits bound a command's resources. Zero is a limit not set: none, in a
+// policy of its own, and to Extend "keep the narrower policy's" (Default
+// sets Memory and Processes). Unlimited, in Memory or Processes, is no
+// limit asked for explicitly, which lifts the default's.
 type Limits struct {
 	// Memory is the most memory the sandbox may use (a cgroup limit where
-	// available, and an address-space rlimit per process).
+	// available, else RLIMIT_DATA per process, which does not count shared
+	// memory: see DefaultMemory).
 	Memory Size
 	// CPUTime is the CPU time each process may use.
 	CPUTime time.Duration
@@ -107,18 +111,22 @@ var SystemSecrets = []string{
 // Default reads the system's programs and libraries (not $HOME, /root,
 // /home, /srv, /opt, /var, /run or the host's /tmp; not the root-only
 // SystemSecrets), writes nothing, has no network, gets a private empty
-// /tmp, and stops after 120 seconds.
+// /tmp, has at most DefaultProcesses processes and DefaultMemory of
+// memory, and stops after 120 seconds. A policy extending it lifts a
+// limit with Unlimited, or changes it with a number.
 func Default() Policy {
 	return Policy{
 		Read:    slices.Clone(SystemPaths),
 		Deny:    slices.Clone(SystemSecrets),
 		Network: NetworkNone,
 		Timeout: sandbox.DefaultTimeout,
+		Limits:  Limits{Processes: DefaultProcesses, Memory: DefaultMemory()},
 	}
 }
 
 // Extend returns p widened by q: paths are added, and every setting q sets
 // (network, directory, timeout, each limit, nice, env entries) replaces p's.
+// A limit of 0 is not set, and keeps p's; Unlimited is set, and lifts it.
 func (p Policy) Extend(q Policy) Policy {
 	out := p
 	out.Read = union(p.Read, q.Read)
@@ -204,18 +212,19 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 		p.Timeout = sandbox.DefaultTimeout
 	}
 	l := p.Limits
+	neg := negativeLimit(l)
 	switch {
 	case p.Timeout < 0:
 		return p, configErr("timeout %v is negative", p.Timeout)
-	case l.Memory < 0 || l.CPUTime < 0 || l.Processes < 0 || l.FileSize < 0 || l.OpenFiles < 0:
-		return p, configErr("%s", negativeLimit(l))
-	case l.Memory != 0 && l.Memory < 16<<20:
+	case neg != "":
+		return p, configErr("%s", neg)
+	case l.Memory > 0 && l.Memory < 16<<20:
 		return p, configErr("memory limit %v is too small to start a program: give at least 16 MiB", l.Memory)
 	case l.CPUTime != 0 && l.CPUTime < time.Second:
 		return p, configErr("cpu time limit %v: the kernel counts whole seconds; give at least 1s", l.CPUTime)
 	case l.Processes > maxProcesses:
 		return p, configErr("process limit %d is more than any kernel allows (%d)", l.Processes, maxProcesses)
-	case l.Processes != 0 && l.Processes < minProcesses:
+	case l.Processes > 0 && l.Processes < minProcesses:
 		return p, configErr("process limit %d is too small to start a command: give at least %d", l.Processes, minProcesses)
 	case l.OpenFiles > maxOpenFiles:
 		return p, configErr("open-files limit %d is more than any kernel allows (%d)", l.OpenFiles, maxOpenFiles)
@@ -394,14 +403,20 @@ func (p Policy) Summary() string {
 		say("No network access.")
 	}
 	l := p.Limits
-	if l.Memory > 0 {
+	switch {
+	case l.Memory > 0:
 		say("Memory limit %v.", l.Memory)
+	case l.Memory == Unlimited:
+		say("No memory limit.")
 	}
 	if l.CPUTime > 0 {
 		say("CPU time limit %v seconds.", int64((l.CPUTime+time.Second-1)/time.Second)) // as enforced: whole seconds, rounded up
 	}
-	if l.Processes > 0 {
+	switch {
+	case l.Processes > 0:
 		say("At most %d processes.", l.Processes)
+	case l.Processes == Unlimited:
+		say("No process limit.")
 	}
 	if l.FileSize > 0 {
 		say("Files up to %v.", l.FileSize)
@@ -514,10 +529,12 @@ func (n *fileNetwork) UnmarshalYAML(node *yaml.Node) error {
 	return nil
 }
 
+// fileLimits holds processes and memory as nodes, read by fileLimit: YAML
+// gives no unmarshaler a null, which would then keep the default's limit.
 type fileLimits struct {
-	Memory    Size        `yaml:"memory"`
+	Memory    yaml.Node   `yaml:"memory"`
 	CPUTime   string      `yaml:"cpu_time"`
-	Processes wholeNumber `yaml:"processes"`
+	Processes yaml.Node   `yaml:"processes"`
 	FileSize  Size        `yaml:"file_size"`
 	OpenFiles wholeNumber `yaml:"open_files"`
 }
@@ -569,19 +586,23 @@ func (w *wholeNumber) UnmarshalYAML(node *yaml.Node) error {
 	return nil
 }
 
-// negativeLimit names the first negative limit of l, as it was written.
+// negativeLimit names the first negative limit of l (other than
+// Unlimited where it may stand), as it was written, and how to say none;
+// "" when there is none.
 func negativeLimit(l Limits) string {
 	for _, c := range []struct {
 		name string
 		neg  bool
 		v    any
-	}{{"memory", l.Memory < 0, int64(l.Memory)}, {"cpu time", l.CPUTime < 0, l.CPUTime}, {"process", l.Processes < 0, l.Processes},
-		{"file size", l.FileSize < 0, int64(l.FileSize)}, {"open-files", l.OpenFiles < 0, l.OpenFiles}} {
+		none string
+	}{{"memory", l.Memory < 0 && l.Memory != Unlimited, int64(l.Memory), UnlimitedWord}, {"cpu time", l.CPUTime < 0, l.CPUTime, "0"},
+		{"process", l.Processes < 0 && l.Processes != Unlimited, l.Processes, UnlimitedWord},
+		{"file size", l.FileSize < 0, int64(l.FileSize), "0"}, {"open-files", l.OpenFiles < 0, l.OpenFiles, "0"}} {
 		if c.neg {
-			return fmt.Sprintf("%s limit %v is negative: give a positive limit, or 0 for none", c.name, c.v)
+			return fmt.Sprintf("%s limit %v is negative: give a positive limit, or %s for none", c.name, c.v, c.none)
 		}
 	}
-	return "limits must not be negative"
+	return ""
 }
 
 // ParseWholeNumber reads a count written in decimal: digits, an optional
@@ -643,9 +664,15 @@ func load(path string, depth int) (Policy, error) {
 	if q.Timeout, err = parseDuration(f.Timeout); err != nil {
 		return Policy{}, configErr("%s: timeout: %v", path, err)
 	}
-	q.Limits = Limits{Memory: f.Limits.Memory, Processes: int(f.Limits.Processes), FileSize: f.Limits.FileSize, OpenFiles: int(f.Limits.OpenFiles)}
+	q.Limits = Limits{FileSize: f.Limits.FileSize, OpenFiles: int(f.Limits.OpenFiles)}
 	if q.Limits.CPUTime, err = parseDuration(f.Limits.CPUTime); err != nil {
 		return Policy{}, configErr("%s: cpu_time: %v", path, err)
+	}
+	if q.Limits.Processes, err = fileLimit(f.Limits.Processes, "processes", []string{"!!int"}, ParseProcessLimit); err != nil {
+		return Policy{}, configErr("%s: %v", path, err)
+	}
+	if q.Limits.Memory, err = fileLimit(f.Limits.Memory, "memory", []string{"!!int", "!!float", "!!str"}, ParseMemoryLimit); err != nil {
+		return Policy{}, configErr("%s: %v", path, err)
 	}
 	return base.Extend(q), nil
 }

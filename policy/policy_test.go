@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -58,7 +60,8 @@ func TestDefault(t *testing.T) {
 	if p.Network != policy.NetworkNone || p.Timeout != 120*time.Second || p.Dir != "/tmp" || len(p.Write) != 0 || p.Env != nil {
 		t.Errorf("default = %+v", p)
 	}
-	want := "Starts in /tmp. Cannot change any host file (only a private /tmp). No network access. Stops after 120 seconds."
+	want := "Starts in /tmp. Cannot change any host file (only a private /tmp). No network access. Memory limit " + policy.DefaultMemory().String() +
+		". At most 1024 processes. Stops after 120 seconds."
 	if s := p.Summary(); s != want {
 		t.Errorf("Summary = %q, want %q", s, want)
 	}
@@ -116,7 +119,7 @@ func TestNormalizeErrors(t *testing.T) {
 	for name, p := range map[string]policy.Policy{
 		"network":         {Network: "some"},
 		"negative":        {Timeout: -1},
-		"neg limit":       {Limits: policy.Limits{Processes: -1}},
+		"neg limit":       {Limits: policy.Limits{Processes: -2}}, // -1 is Unlimited
 		"tiny memory":     {Limits: policy.Limits{Memory: 1 << 20}},
 		"sub-second cpu":  {Limits: policy.Limits{CPUTime: 500 * time.Millisecond}},
 		"nice":            {Nice: 20},
@@ -252,6 +255,201 @@ func TestNetworkAllow(t *testing.T) {
 		}
 		if _, err := policy.Load(file); !errors.Is(err, sandbox.ErrConfig) {
 			t.Errorf("%q: %v, want ErrConfig", body, err)
+		}
+	}
+}
+
+// The default policy bounds processes and memory: a fork bomb or a
+// runaway allocation under it stops at hutch's limits, not the host's. A
+// policy file (which extends the default) and a Summary say so too.
+func TestDefaultPolicyBoundsProcessesAndMemory(t *testing.T) {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	half := policy.Size(uint64(si.Totalram)*uint64(si.Unit)/2) &^ (1<<20 - 1)
+	wantMemory := min(half, 8<<30)
+	if policy.DefaultProcesses != 1024 || policy.DefaultMemory() != wantMemory {
+		t.Fatalf("DefaultProcesses %d, DefaultMemory %v; want 1024 and %v (half of this host's memory, at most 8 GiB)",
+			policy.DefaultProcesses, policy.DefaultMemory(), wantMemory)
+	}
+	file := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := policy.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := policy.Limits{Processes: policy.DefaultProcesses, Memory: policy.DefaultMemory()}
+	for name, p := range map[string]policy.Policy{
+		"Default":                    policy.Default(),
+		"an empty policy file":       loaded,
+		"Default widened by --write": policy.Default().Extend(policy.Policy{Write: []string{"/w"}}),
+	} {
+		n, err := p.Normalize("/")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n.Limits != want {
+			t.Errorf("%s: limits %+v, want %+v", name, n.Limits, want)
+		}
+		if s, sub := n.Summary(), "Memory limit "+wantMemory.String()+". At most 1024 processes."; !strings.Contains(s, sub) {
+			t.Errorf("%s: summary %q lacks %q", name, s, sub)
+		}
+	}
+}
+
+// Processes and memory are lifted by Unlimited, in code and
+// as the word unlimited in a file; Extend carries it over a narrower
+// policy's limit, where a 0 keeps that limit.
+func TestUnlimitedLiftsALimit(t *testing.T) {
+	def := policy.DefaultMemory()
+	const u = policy.Unlimited
+	for _, c := range []struct {
+		name  string
+		p, q  policy.Limits
+		wantP int
+		wantM policy.Size
+	}{
+		{"0 keeps the default", policy.Default().Limits, policy.Limits{}, policy.DefaultProcesses, def},
+		{"Unlimited lifts the default", policy.Default().Limits, policy.Limits{Processes: u, Memory: u}, u, u},
+		{"a number replaces the default", policy.Default().Limits, policy.Limits{Processes: 64, Memory: 1 << 30}, 64, 1 << 30},
+		{"0 keeps Unlimited", policy.Limits{Processes: u, Memory: u}, policy.Limits{}, u, u},
+		{"a number replaces Unlimited", policy.Limits{Processes: u, Memory: u}, policy.Limits{Processes: 64, Memory: 1 << 30}, 64, 1 << 30},
+		{"one lifted, one kept", policy.Default().Limits, policy.Limits{Processes: u}, u, def},
+	} {
+		got := policy.Policy{Limits: c.p}.Extend(policy.Policy{Limits: c.q}).Limits
+		if got.Processes != c.wantP || got.Memory != c.wantM {
+			t.Errorf("%s: %+v extended by %+v = %+v; want processes %d, memory %d", c.name, c.p, c.q, got, c.wantP, c.wantM)
+		}
+	}
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("lifted.yaml", "limits: {processes: unlimited, memory: unlimited}\n")
+	for _, c := range []struct {
+		body  string
+		wantP int
+		wantM policy.Size
+	}{
+		{"limits: {processes: unlimited, memory: unlimited}\n", u, u},
+		{"limits: {processes: 'unlimited', memory: \"unlimited\"}\n", u, u},
+		{"limits: {processes: unlimited}\n", u, def},
+		{"limits: {memory: unlimited}\n", policy.DefaultProcesses, u},
+		{"limits: {processes: 64, memory: 1G}\n", 64, 1 << 30},
+		{"extends: lifted.yaml\n", u, u},
+		{"extends: lifted.yaml\nlimits: {processes: 64}\n", 64, u},
+	} {
+		p, err := policy.Load(write("p.yaml", c.body))
+		if err == nil {
+			p, err = p.Normalize("/")
+		}
+		if err != nil || p.Limits.Processes != c.wantP || p.Limits.Memory != c.wantM {
+			t.Errorf("%q: limits %+v, %v; want processes %d, memory %d", c.body, p.Limits, err, c.wantP, c.wantM)
+		}
+	}
+	// Anything else that might be meant as "none" is refused, naming the
+	// line and the word to write.
+	for _, c := range []struct{ body, want string }{
+		{"limits: {processes: 0}\n", "line 1: process limit 0: give a number of processes, or unlimited for none"},
+		{"limits: {processes: -1}\n", "line 1: process limit -1: give a number of processes, or unlimited"},
+		{"limits: {processes: Unlimited}\n", `line 1: processes "Unlimited": give a limit, or unlimited for none`},
+		{"limits: {processes: none}\n", `processes "none": give a limit, or unlimited`},
+		{"limits: {processes: \"64\"}\n", `processes "64": give a limit, or unlimited`},
+		{"limits: {processes: [1]}\n", `processes "": give a limit, or unlimited`},
+		{"limits: {processes: ~}\n", `processes "~": give a limit, or unlimited`},
+		{"limits: {processes: }\n", `processes "": give a limit, or unlimited`},
+		{"limits: {memory: null}\n", `memory "null": give a limit, or unlimited`},
+		{"limits: {memory: 0}\n", `memory limit "0": give a size (512M), or unlimited for none`},
+		{"limits: {memory: -1}\n", "bad size"},
+		{"limits: {memory: none}\n", "bad size"},
+		{"limits: {file_size: unlimited}\n", "bad size"},
+		{"limits: {open_files: unlimited}\n", "not a whole number"},
+	} {
+		_, err := policy.Load(write("bad.yaml", c.body))
+		if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v; want a one-line configuration error containing %q", c.body, err, c.want)
+		}
+	}
+}
+
+// Normalize takes Unlimited for processes and memory, and still refuses
+// any other negative limit, naming it; the summary says "no limit" in
+// words.
+func TestNormalizeTakesUnlimitedOnly(t *testing.T) {
+	const u = policy.Unlimited
+	p, err := policy.Policy{Limits: policy.Limits{Processes: u, Memory: u}}.Normalize("/")
+	if err != nil {
+		t.Fatalf("Unlimited processes and memory: %v", err)
+	}
+	for _, want := range []string{"No memory limit.", "No process limit."} {
+		if s := p.Summary(); !strings.Contains(s, want) || strings.Contains(s, "At most -1") || strings.Contains(s, "limit -1") {
+			t.Errorf("summary %q: want %q", s, want)
+		}
+	}
+	for _, c := range []struct {
+		l    policy.Limits
+		want string
+	}{
+		{policy.Limits{Processes: -2}, "process limit -2 is negative: give a positive limit, or unlimited for none"},
+		{policy.Limits{Memory: -2}, "memory limit -2 is negative: give a positive limit, or unlimited for none"},
+		{policy.Limits{CPUTime: u}, "cpu time limit -1ns is negative: give a positive limit, or 0 for none"},
+		{policy.Limits{FileSize: u}, "file size limit -1 is negative: give a positive limit, or 0 for none"},
+		{policy.Limits{OpenFiles: u}, "open-files limit -1 is negative: give a positive limit, or 0 for none"},
+	} {
+		if _, err := (policy.Policy{Limits: c.l}).Normalize("/"); !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v; want a configuration error containing %q", c.l, err, c.want)
+		}
+	}
+}
+
+// Enforcement reads Unlimited as none (0); every other limit is as set.
+func TestEnforcedReadsUnlimitedAsNone(t *testing.T) {
+	const u = policy.Unlimited
+	for _, c := range []struct{ in, want policy.Limits }{
+		{policy.Limits{Processes: u, Memory: u}, policy.Limits{}},
+		{policy.Limits{Processes: u, Memory: 1 << 30, CPUTime: time.Second}, policy.Limits{Memory: 1 << 30, CPUTime: time.Second}},
+		{policy.Limits{Processes: 64, Memory: u, FileSize: 1 << 20, OpenFiles: 32}, policy.Limits{Processes: 64, FileSize: 1 << 20, OpenFiles: 32}},
+		{policy.Default().Limits, policy.Default().Limits},
+	} {
+		if got := c.in.Enforced(); got != c.want {
+			t.Errorf("%+v.Enforced() = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+// Flags and files write a process or memory limit as a positive number
+// or the word unlimited: no 0 (which would keep the default), no
+// negative, no other base.
+func TestParseProcessAndMemoryLimits(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"unlimited", policy.Unlimited, true}, {"1024", 1024, true}, {"4", 4, true},
+		{"0", 0, false}, {"-1", 0, false}, {"010", 0, false}, {"Unlimited", 0, false}, {"unlimited ", 0, false}, {"", 0, false}, {"inf", 0, false},
+	} {
+		if v, err := policy.ParseProcessLimit(c.in); (err == nil) != c.ok || v != c.want || err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseProcessLimit(%q) = %d, %v; want %d, ok %v", c.in, v, err, c.want, c.ok)
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		want policy.Size
+		ok   bool
+	}{
+		{"unlimited", policy.Unlimited, true}, {"512M", 512 << 20, true}, {"8G", 8 << 30, true},
+		{"0", 0, false}, {"0G", 0, false}, {"-1", 0, false}, {"Unlimited", 0, false}, {"none", 0, false}, {"", 0, false},
+	} {
+		if v, err := policy.ParseMemoryLimit(c.in); (err == nil) != c.ok || v != c.want || err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseMemoryLimit(%q) = %d, %v; want %d, ok %v", c.in, v, err, c.want, c.ok)
 		}
 	}
 }
