@@ -27,9 +27,10 @@ import (
 //     isolated tier enforces one); the start directory becomes the working
 //     directory (a bind covers it when it is writable, so the container's
 //     tmpfs does not hide it);
-//   - memory and processes become the container's limits, CPU time, file
-//     size and open files its per-process rlimits; the policy's
-//     environment becomes Options.Env.
+//   - memory and processes become the container's limits (policy.Unlimited
+//     none: NoPidsLimit for processes), CPU time, file size and open files
+//     its per-process rlimits; the policy's environment becomes
+//     Options.Env.
 //
 // What a container cannot enforce is returned in plain words, never
 // dropped silently: the nice level, and the gaps of the runtime
@@ -97,8 +98,11 @@ func FromPolicy(p policy.Policy, base Options) (Options, []string, error) {
 	if l.Memory > 0 {
 		o.Memory = int64(l.Memory)
 	}
-	if l.Processes > 0 {
+	switch {
+	case l.Processes > 0:
 		o.PidsLimit = l.Processes
+	case l.Processes == policy.Unlimited:
+		o.PidsLimit = NoPidsLimit // asked for: not the container's default
 	}
 	if l.CPUTime > 0 {
 		o.CPUTime = l.CPUTime

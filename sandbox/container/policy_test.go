@@ -68,3 +68,26 @@ func TestFromPolicy(t *testing.T) {
 		t.Errorf("an allow-list policy: %v, want a configuration error naming the isolated tier", err)
 	}
 }
+
+// The default policy's process and memory limits become the container's;
+// a policy that lifts them (policy.Unlimited) gets no process limit at all
+// (NoPidsLimit, not the container's own default of 512) and no memory
+// limit, never a -1 passed to the runtime.
+func TestFromPolicyMapsTheDefaultLimitsAndUnlimited(t *testing.T) {
+	const u = policy.Unlimited
+	for _, c := range []struct {
+		name   string
+		l      policy.Limits
+		pids   int
+		memory int64
+	}{
+		{"the default's", policy.Limits{}, policy.DefaultProcesses, int64(policy.DefaultMemory())},
+		{"unlimited", policy.Limits{Processes: u, Memory: u}, NoPidsLimit, 0},
+		{"numbers", policy.Limits{Processes: 200, Memory: 1 << 30}, 200, 1 << 30},
+	} {
+		o, _, err := FromPolicy(policy.Default().Extend(policy.Policy{Limits: c.l}), Options{Image: "img"})
+		if err != nil || o.PidsLimit != c.pids || o.Memory != c.memory {
+			t.Errorf("%s: pids %d, memory %d, %v; want %d and %d", c.name, o.PidsLimit, o.Memory, err, c.pids, c.memory)
+		}
+	}
+}

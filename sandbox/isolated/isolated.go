@@ -70,7 +70,7 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	defer sb.Close()
 	// The init runs the command itself only when no rlimit is needed:
 	// rlimits are per process, and the init's own would bind it too.
-	l := sb.pol.Limits
+	l := sb.pol.Limits.Enforced()
 	final := l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
 		(l.Memory == 0 || sb.cg != nil && sb.cg.memory) && (l.Processes == 0 || sb.cg != nil && sb.cg.pids)
 	return sb.exec(ctx, cmd, final)
@@ -167,22 +167,26 @@ func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
 		}
 	}
 	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid(), Quotas: helper.SandboxQuotas()}
+	// The helpers, the groups and the checks below read a limit as a
+	// number: policy.Unlimited is none, 0, to them.
+	job.Policy.Limits = pol.Limits.Enforced()
+	l := job.Policy.Limits
 	// Memory and process limits go to control groups where hutch may
 	// create them; elsewhere the exec helper falls back to rlimits.
-	cg, cgErr := newCgroup(pol.Limits)
+	cg, cgErr := newCgroup(l)
 	if cg != nil {
 		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
 	}
-	if pol.Limits.Processes > 0 && !job.PidsByCgroup && os.Getuid() == 0 {
+	if l.Processes > 0 && !job.PidsByCgroup && os.Getuid() == 0 {
 		cg.remove()
 		if cgErr == nil {
 			cgErr = errors.New("no pids cgroup controller")
 		}
 		// The rlimit fallback does not count processes of the host's
 		// root: refuse rather than run unbounded.
-		return pol, job, nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v", sandbox.ErrUnsupported, cgErr)
+		return pol, job, nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v; give hutch a pids cgroup controller, or run without a process limit (--pids unlimited)", sandbox.ErrUnsupported, cgErr)
 	}
-	if err := helper.CheckHardLimits(pol.Limits, job.PidsByCgroup); err != nil {
+	if err := helper.CheckHardLimits(l, job.PidsByCgroup); err != nil {
 		cg.remove()
 		return pol, job, nil, err
 	}
