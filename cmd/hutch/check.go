@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/tier"
@@ -24,11 +25,14 @@ func newCheckCmd() *cobra.Command {
 		Short: "Show which sandbox tiers this host supports, and the local environment",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			def := policy.Default()
 			report := struct {
-				Tiers       []tier.Status       `json:"tiers"`
-				Layers      []isolated.Layer    `json:"isolation_layers"`
-				Environment sandbox.Environment `json:"environment"`
-			}{Tiers: tier.CheckAll(), Layers: isolated.Layers()}
+				Tiers         []tier.Status       `json:"tiers"`
+				Layers        []isolated.Layer    `json:"isolation_layers"`
+				DefaultPolicy defaultPolicy       `json:"default_policy"`
+				Environment   sandbox.Environment `json:"environment"`
+			}{Tiers: tier.CheckAll(), Layers: isolated.Layers(),
+				DefaultPolicy: defaultPolicy{Processes: def.Limits.Processes, Memory: def.Limits.Memory, Summary: def.Summary()}}
 			sb, err := tier.Open(c.Context(), tier.Local, tier.Config{Root: root})
 			if err != nil {
 				report.Environment.Error = err.Error()
@@ -55,6 +59,9 @@ func newCheckCmd() *cobra.Command {
 				}
 				fmt.Fprintf(out, "  %-26s %-9s %s\n", l.Name, state, l.Detail)
 			}
+			fmt.Fprintf(out, "\ndefault policy (hutch run, hutch mcp --tier isolated):\n  %s\n", report.DefaultPolicy.Summary)
+			fmt.Fprintf(out, "  at most %d processes and threads, %v of memory (half the host's memory, at most 8 GiB); lift them with --pids unlimited and --memory unlimited\n",
+				report.DefaultPolicy.Processes, report.DefaultPolicy.Memory)
 			env := report.Environment
 			fmt.Fprintf(out, "\nlocal environment (root %s):\n", root)
 			if env.Error != "" {
@@ -72,6 +79,14 @@ func newCheckCmd() *cobra.Command {
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	c.Flags().StringVar(&root, "root", ".", "root directory for the local environment probe")
 	return c
+}
+
+// defaultPolicy is what hutch check reports of policy.Default: its
+// limits, and the whole policy in words.
+type defaultPolicy struct {
+	Processes int         `json:"processes"`
+	Memory    policy.Size `json:"memory"`
+	Summary   string      `json:"summary"`
 }
 
 func orDash(s string) string {

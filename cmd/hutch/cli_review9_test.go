@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -189,6 +190,7 @@ func FuzzReview9PolicyFlags(f *testing.F) {
 	f.Add("allow=", "", "0.5", "", "", "", 0, 20)
 	f.Add("all", "a,b", "-1", "nan", "rel", "../x", -1, -1)
 	f.Add("allow=*.com, ,x", "\"a", "1e9", "99999999T", "~", "/a\x00", 1<<30, 5)
+	f.Add("none", "", "unlimited", "unlimited", "/w", "", -1, 0)
 	f.Fuzz(func(t *testing.T, network, networkDeny, memory, fileSize, write, deny string, pids, nice int) {
 		fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		var p policyFlags
@@ -219,7 +221,7 @@ func FuzzReview9PolicyFlags(f *testing.F) {
 				t.Fatalf("denied %q is accessible: %+v", d, pol)
 			}
 		}
-		if pol.Limits.Memory < 0 || pol.Limits.FileSize < 0 || pol.Nice < 0 || pol.Nice > 19 {
+		if pol.Limits.Memory < 0 && pol.Limits.Memory != policy.Unlimited || pol.Limits.FileSize < 0 || pol.Nice < 0 || pol.Nice > 19 {
 			t.Fatalf("accepted out-of-range values: %+v", pol)
 		}
 	})

@@ -33,9 +33,9 @@ func (p *policyFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&p.deny, "deny", nil, "isolated: hide PATH even inside a readable or writable path (repeatable)")
 	fl.StringVar(&p.network, "network", "", "isolated: none (default), all, or allow=HOST,... (only those hosts, through hutch's filtering proxy; HOST is host[:port], *.example.com, an IP or a CIDR range)")
 	fl.StringSliceVar(&p.networkDeny, "network-deny", nil, "isolated: refuse these hosts even when allowed (same grammar; repeatable or comma-separated)")
-	fl.StringVar(&p.memory, "memory", "", "isolated: memory limit, e.g. 512M")
+	fl.StringVar(&p.memory, "memory", "", fmt.Sprintf("isolated: memory limit, e.g. 512M, or unlimited (default %v here: half the host's memory, at most 8 GiB)", policy.DefaultMemory()))
 	fl.DurationVar(&p.cpuTime, "cpu-time", 0, "isolated: CPU time limit, e.g. 30s")
-	fl.Var((*decimal)(&p.pids), "pids", "isolated: at most N processes")
+	fl.Var((*processCount)(&p.pids), "pids", fmt.Sprintf("isolated: at most N processes and threads at once, or unlimited (default %d)", policy.DefaultProcesses))
 	fl.StringVar(&p.fileSize, "file-size", "", "isolated: largest file the command may write, e.g. 1G")
 	fl.Var((*decimal)(&p.openFiles), "open-files", "isolated: at most N open files per process (16 up to hutch's hard limit; without one, the soft limit hutch started with)")
 	fl.Var((*decimal)(&p.nice), "nice", "isolated: lower the priority (0-19)")
@@ -56,6 +56,28 @@ func (d *decimal) Set(s string) error {
 
 func (d *decimal) String() string { return strconv.Itoa(int(*d)) }
 func (d *decimal) Type() string   { return "int" }
+
+// processCount is --pids: a decimal count or unlimited
+// (policy.ParseProcessLimit).
+type processCount int
+
+func (n *processCount) Set(s string) error {
+	v, err := policy.ParseProcessLimit(s)
+	if err != nil {
+		return err
+	}
+	*n = processCount(v)
+	return nil
+}
+
+func (n *processCount) String() string {
+	if *n == policy.Unlimited {
+		return policy.UnlimitedWord
+	}
+	return strconv.Itoa(int(*n))
+}
+
+func (n *processCount) Type() string { return "N" }
 
 // decimalFloat is a float flag written as decimal digits with an optional
 // fraction: pflag's float flags take NaN, Inf, 1e3 and hex (0x1p1 is 2).
@@ -106,11 +128,12 @@ func (p *policyFlags) build(fl *pflag.FlagSet, dir string, timeout time.Duration
 	for _, s := range []struct {
 		flag, val string
 		dst       *policy.Size
-	}{{"memory", p.memory, &q.Limits.Memory}, {"file-size", p.fileSize, &q.Limits.FileSize}} {
+		parse     func(string) (policy.Size, error)
+	}{{"memory", p.memory, &q.Limits.Memory, policy.ParseMemoryLimit}, {"file-size", p.fileSize, &q.Limits.FileSize, policy.ParseSize}} {
 		if !fl.Changed(s.flag) {
 			continue
 		}
-		v, err := policy.ParseSize(s.val)
+		v, err := s.parse(s.val)
 		if err != nil {
 			return base, fmt.Errorf("--%s: %v", s.flag, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/tier"
@@ -31,17 +32,19 @@ func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARG...]",
 		Short: "Run a command in a sandbox",
-		Long: `Run a command in a sandbox and exit with its status.
+		Long: fmt.Sprintf(`Run a command in a sandbox and exit with its status.
 
 The default tier is isolated: the command runs under a policy enforced by
 the kernel (namespaces, Landlock, seccomp, no capabilities, limits). The
 default policy reads the system's programs and libraries, writes nothing,
-has no network and a private /tmp, and stops after 120 seconds; --read,
---write, --deny, --network and the limit flags widen or bound it, and
---policy FILE starts from a YAML policy instead.
+has no network and a private /tmp, has at most %d processes and threads
+and half the host's memory (at most 8 GiB; %v here), and stops after 120
+seconds; --read, --write, --deny, --network and the limit flags widen or
+bound it (--pids unlimited and --memory unlimited lift those two limits),
+and --policy FILE starts from a YAML policy instead.
 
 Exit status: the command's own; 124 when it timed out; 125 when hutch could
-not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`,
+not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`, policy.DefaultProcesses, policy.DefaultMemory()),
 		Example: `  hutch run -- uname -a
   hutch run --write . --memory 512M --cpu-time 30s -- make test
   hutch run --tier container --image debian:stable-slim --write . -- make test
