@@ -39,6 +39,9 @@ func init() {
 	case "alloc":
 		mib, _ := strconv.Atoi(args[0])
 		attackAlloc(mib)
+	case "map":
+		n, _ := strconv.Atoi(args[0])
+		attackMap(n)
 	}
 	fmt.Printf("attack %s done\n", name)
 	os.Exit(0)
@@ -322,4 +325,21 @@ func errnoOf(err error) unix.Errno {
 		return e
 	}
 	return unix.EIO
+}
+
+// attackMap maps n bytes of private memory at once and writes to every
+// page of it, in huge pages where the kernel gives them (the faults of
+// gigabytes in small pages take tens of seconds). An RLIMIT_DATA below n
+// refuses the mapping itself, before any memory is used.
+func attackMap(n int) {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		fmt.Println("REFUSED", err)
+		return
+	}
+	_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	fmt.Println("ALLOCATED", n>>20, "MiB")
 }

@@ -576,7 +576,9 @@ func TestReview2SetuidRootPlantedOnHost(t *testing.T) {
 func TestReview2MemoryLimitWithoutCgroups(t *testing.T) {
 	if os.Getenv("HUTCH_R2_INNER") == "mem" {
 		e := newEnv(t)
-		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20}})
+		// No process limit: as root without a pids cgroup none can hold,
+		// and the default's would refuse the sandbox.
+		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20, Processes: policy.Unlimited}})
 		r, err := isolated.Run(bg, pol, sh("awk '/VmData/ {print $2 * 1024}' /proc/1/status; awk '/Max data size/ {print $4}' /proc/1/limits; sleep 2; echo ok"))
 		fmt.Printf("INNER one-shot: err=%v exit=%d out=%q\n", err, r.ExitCode, r.Stdout)
 		if f := strings.Fields(string(r.Stdout)); len(f) >= 2 {
