@@ -91,8 +91,10 @@ func ParseProcessLimit(s string) (int, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case n <= 0:
-		return 0, fmt.Errorf("process limit %d: give a number of processes, or %s for none", n, UnlimitedWord)
+	case n < 0:
+		return 0, fmt.Errorf("process limit %d is negative: give a number of processes, or %s for none", n, UnlimitedWord)
+	case n == 0:
+		return 0, fmt.Errorf("process limit 0 is no limit here: give a number of processes, or %s for none", UnlimitedWord)
 	}
 	return n, nil
 }
@@ -110,7 +112,7 @@ func ParseMemoryLimit(s string) (Size, error) {
 	case err != nil:
 		return 0, err
 	case v == 0:
-		return 0, fmt.Errorf("memory limit %q: give a size (512M), or %s for none", s, UnlimitedWord)
+		return 0, fmt.Errorf("memory limit %q is no limit here: give a size (512M), or %s for none", s, UnlimitedWord)
 	}
 	return v, nil
 }

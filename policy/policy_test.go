@@ -357,8 +357,8 @@ func TestUnlimitedLiftsALimit(t *testing.T) {
 	// Anything else that might be meant as "none" is refused, naming the
 	// line and the word to write.
 	for _, c := range []struct{ body, want string }{
-		{"limits: {processes: 0}\n", "line 1: process limit 0: give a number of processes, or unlimited for none"},
-		{"limits: {processes: -1}\n", "line 1: process limit -1: give a number of processes, or unlimited"},
+		{"limits: {processes: 0}\n", "line 1: process limit 0 is no limit here: give a number of processes, or unlimited for none"},
+		{"limits: {processes: -1}\n", "line 1: process limit -1 is negative: give a number of processes, or unlimited"},
 		{"limits: {processes: Unlimited}\n", `line 1: processes "Unlimited": give a limit, or unlimited for none`},
 		{"limits: {processes: none}\n", `processes "none": give a limit, or unlimited`},
 		{"limits: {processes: \"64\"}\n", `processes "64": give a limit, or unlimited`},
@@ -366,7 +366,7 @@ func TestUnlimitedLiftsALimit(t *testing.T) {
 		{"limits: {processes: ~}\n", `processes "~": give a limit, or unlimited`},
 		{"limits: {processes: }\n", `processes "": give a limit, or unlimited`},
 		{"limits: {memory: null}\n", `memory "null": give a limit, or unlimited`},
-		{"limits: {memory: 0}\n", `memory limit "0": give a size (512M), or unlimited for none`},
+		{"limits: {memory: 0}\n", `memory limit "0" is no limit here: give a size (512M), or unlimited for none`},
 		{"limits: {memory: -1}\n", "bad size"},
 		{"limits: {memory: none}\n", "bad size"},
 		{"limits: {file_size: unlimited}\n", "bad size"},

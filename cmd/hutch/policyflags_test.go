@@ -59,10 +59,10 @@ func TestLimitFlagsSayUnlimited(t *testing.T) {
 	}{
 		{[]string{"--pids", "010"}, `"010" is not a decimal whole number`},
 		{[]string{"--pids", "0x20"}, `"0x20" is not a decimal whole number`},
-		{[]string{"--pids", "0"}, "process limit 0: give a number of processes, or unlimited for none"},
-		{[]string{"--pids", "-1"}, "process limit -1: give a number of processes, or unlimited for none"},
+		{[]string{"--pids", "0"}, "process limit 0 is no limit here: give a number of processes, or unlimited for none"},
+		{[]string{"--pids", "-1"}, "process limit -1 is negative: give a number of processes, or unlimited for none"},
 		{[]string{"--pids", "Unlimited"}, `"Unlimited" is not a decimal whole number`},
-		{[]string{"--memory", "0"}, `--memory: memory limit "0": give a size (512M), or unlimited for none`},
+		{[]string{"--memory", "0"}, `--memory: memory limit "0" is no limit here: give a size (512M), or unlimited for none`},
 		{[]string{"--memory", "-1"}, "--memory: bad size"},
 		{[]string{"--memory", "none"}, "--memory: bad size"},
 		{[]string{"--file-size", "unlimited"}, "--file-size: bad size"},
