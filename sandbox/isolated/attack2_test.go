@@ -56,10 +56,9 @@ func a2Exec(t *testing.T, sb *isolated.Sandbox, script string, timeout time.Dura
 // placement, every resource limit, priority and scheduling, I/O priority,
 // OOM adjustment, umask, start directory, open descriptors, environment,
 // Landlock (writing /proc/self/comm is refused by Landlock alone: the
-// kernel lets a process rename itself) and what started the shell (its
-// PID 1). Each value is read by a fresh cat or the like, a child of the
-// shell. (The sandbox's /proc is the init's PID namespace, not the
-// command's: "self" works, pids read from it are the init's numbers.)
+// kernel lets a process rename itself). Each value is read by a fresh cat
+// or the like, a child of the shell. (What started the shell, which the
+// command cannot see, withStarter finds on the host.)
 const a2StateScript = `
 grep -E '^(Uid|Gid|Groups|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|Seccomp_filters|SigBlk|SigIgn|Cpus_allowed_list|Mems_allowed_list|Speculation_Store_Bypass|SpeculationIndirectBranch)' /proc/self/status
 sed -n '2,$p' /proc/self/limits | sed 's/  */ /g'
@@ -72,8 +71,6 @@ echo "pwd: $(pwd)"
 echo "fds: $(ls /proc/self/fd | tr '\n' ' ')"
 echo "env: $(env | sort | tr '\n' ' ')"
 if (echo probe > /proc/self/comm) 2>/dev/null; then echo "landlock: /proc writable"; else echo "landlock: /proc read-only"; fi
-read -r _ _ _ starter _ < /proc/self/stat
-echo "pid1: $(tr '\0' ' ' < /proc/$starter/cmdline)"
 `
 
 // a2ParseState splits a2StateScript's output into lines keyed by their label.
@@ -143,10 +140,12 @@ func TestAttack2RunnerStateDoesNotLeakToTheNextCommand(t *testing.T) {
 		}
 	}
 	pol := a2RunnerPolicy(e)
-	clean := a2ParseState(string(a2Exec(t, a2Session(t, pol), a2StateScript, 20*time.Second).Stdout))
-	if clean["pid1"] != "hutch-sandbox-runner" {
-		t.Fatalf("the command did not go through the runner: PID 1 is %q", clean["pid1"])
+	sb := a2Session(t, pol)
+	name, r := startedBy(t, e.work, func(script string) sandbox.Result { return a2Exec(t, sb, script, 20*time.Second) }, a2StateScript)
+	if name != "hutch-sandbox-runner" {
+		t.Fatalf("the command did not go through the runner: PID 1 is %q", name)
 	}
+	clean := a2ParseState(string(r.Stdout))
 	for _, c := range []struct{ name, attack string }{
 		{"resource limits", "prlimit --pid 1 --fsize=100:100 --stack=200000:200000 --nproc=3:3 --cpu=30:30 --core=0:0 --memlock=4096:4096"},
 		{"open files", "prlimit --pid 1 --nofile=5:5"},
@@ -174,9 +173,19 @@ func TestAttack2RunnerStateDoesNotLeakToTheNextCommand(t *testing.T) {
 		})
 	}
 	t.Run("control: the attack does reach PID 1", func(t *testing.T) {
-		r := a2Exec(t, a2Session(t, pol), "renice -n 19 -p 1 >/dev/null; read -r _ _ _ runner _ < /proc/self/stat; cut -d' ' -f19 /proc/$runner/stat", 10*time.Second)
-		if strings.TrimSpace(string(r.Stdout)) != "19" {
-			t.Errorf("renice of PID 1 within the command: %q %q", r.Stdout, r.Stderr)
+		sb := a2Session(t, pol)
+		var nice string
+		r := withStarterAfter(t, e.work, func(script string) sandbox.Result { return a2Exec(t, sb, script, 10*time.Second) },
+			"renice -n 19 -p 1 >/dev/null; ", "", func(s starter) {
+				if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid)); err == nil {
+					_, rest, _ := strings.Cut(string(stat), ") ")
+					if f := strings.Fields(rest); len(f) > 16 {
+						nice = f[16] // field 19 of stat
+					}
+				}
+			})
+		if nice != "19" {
+			t.Errorf("renice of PID 1 within the command: the runner's nice is %q; %q %q", nice, r.Stdout, r.Stderr)
 		}
 	})
 }
@@ -238,9 +247,9 @@ func TestAttack2RunnerSurvivesEverySignal(t *testing.T) {
 			}
 		}
 		check(t, func(script string) sandbox.Result {
-			r := a2Exec(t, sb, "read -r _ _ _ p _ < /proc/self/stat; case $(tr '\\0' ' ' < /proc/$p/cmdline) in hutch-sandbox-exec*) ;; *) echo not-exec-helper; exit;; esac\n"+script, 20*time.Second)
-			if strings.Contains(string(r.Stdout), "not-exec-helper") {
-				t.Fatal("not run by an exec helper")
+			name, r := startedBy(t, e.work, func(script string) sandbox.Result { return a2Exec(t, sb, script, 20*time.Second) }, script)
+			if name != "hutch-sandbox-exec" {
+				t.Fatalf("not run by an exec helper but by %q", name)
 			}
 			return r
 		})
@@ -364,25 +373,10 @@ if os.fork() == 0:
 // and of their runners.
 func a2HostHelpers(t *testing.T) (inits, runners []int) {
 	t.Helper()
-	ents, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
+	parent := processParents()
 	name := map[int]string{}
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		_, rest, _ := strings.Cut(string(b), ") ")
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			continue
-		}
-		parent[pid] = a2Atoi(f[1])
-		cmd, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+	for pid := range parent {
+		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		name[pid], _, _ = strings.Cut(string(cmd), "\x00")
 	}
 	for pid, n := range name {
@@ -481,7 +475,8 @@ func TestAttack2RunnerMatchesExecHelper(t *testing.T) {
 	compare := func(t *testing.T, pol policy.Policy) {
 		t.Helper()
 		sb := a2Session(t, pol)
-		viaRunner := a2Exec(t, sb, a2StateScript, 20*time.Second)
+		inSession := func(script string) sandbox.Result { return a2Exec(t, sb, script, 20*time.Second) }
+		runner, viaRunner := startedBy(t, e.work, inSession, a2StateScript)
 		marker := filepath.Join(e.work, fmt.Sprintf("busy-%d", time.Now().UnixNano()))
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -498,15 +493,15 @@ func TestAttack2RunnerMatchesExecHelper(t *testing.T) {
 				t.Fatal("the busy command did not start")
 			}
 		}
-		viaHelper := a2Exec(t, sb, a2StateScript, 20*time.Second)
+		helper, viaHelper := startedBy(t, e.work, inSession, a2StateScript)
 		a, b := a2ParseState(string(viaRunner.Stdout)), a2ParseState(string(viaHelper.Stdout))
-		if a["pid1"] != "hutch-sandbox-runner" || b["pid1"] != "hutch-sandbox-exec" {
-			t.Fatalf("PID 1 was %q and %q; want the runner, then an exec helper", a["pid1"], b["pid1"])
+		if runner != "hutch-sandbox-runner" || helper != "hutch-sandbox-exec" {
+			t.Fatalf("PID 1 was %q and %q; want the runner, then an exec helper", runner, helper)
 		}
 		if len(a) < 30 || a["NoNewPrivs"] != "1" || a["CapEff"] != "0000000000000000" || a["landlock"] != "/proc read-only" {
 			t.Fatalf("the probe did not read the state (or the command is not confined): %q\n%s", viaRunner.Stdout, viaRunner.Stderr)
 		}
-		if d := a2Diff(a, b, "pid1"); len(d) > 0 {
+		if d := a2Diff(a, b); len(d) > 0 {
 			t.Errorf("runner vs exec helper:\n%s", strings.Join(d, "\n"))
 		}
 	}
@@ -515,15 +510,18 @@ func TestAttack2RunnerMatchesExecHelper(t *testing.T) {
 		// command.
 		sb := a2Session(t, e.pol)
 		viaRunner := a2ParseState(string(a2Exec(t, sb, a2StateScript, 20*time.Second).Stdout))
-		r, err := isolated.Run(bg, e.pol, sandbox.Command{Shell: a2StateScript, Timeout: 20 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		name, r := startedBy(t, e.work, func(script string) sandbox.Result {
+			r, err := isolated.Run(bg, e.pol, sandbox.Command{Shell: script, Timeout: 20 * time.Second})
+			if err != nil {
+				t.Error(err)
+			}
+			return r
+		}, a2StateScript)
 		oneShot := a2ParseState(string(r.Stdout))
-		if oneShot["pid1"] != "hutch-sandbox-init" {
-			t.Fatalf("PID 1 of the one-shot command is %q", oneShot["pid1"])
+		if name != "hutch-sandbox-init" {
+			t.Fatalf("PID 1 of the one-shot command is %q", name)
 		}
-		if d := a2Diff(viaRunner, oneShot, "pid1"); len(d) > 0 {
+		if d := a2Diff(viaRunner, oneShot); len(d) > 0 {
 			t.Errorf("runner vs one-shot:\n%s", strings.Join(d, "\n"))
 		}
 	})

@@ -87,41 +87,46 @@ func attackUnix(path string) {
 	}
 }
 
+// report prints what became of an attempt: BLOCKED with its error, or
+// ALLOWED.
+func report(name string, err error) {
+	if err != nil {
+		fmt.Println(name, "BLOCKED", err)
+	} else {
+		fmt.Println(name, "ALLOWED")
+	}
+}
+
+// sysErr is a raw system call's error: nil when it succeeded.
+func sysErr(_, _ uintptr, e unix.Errno) error {
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 func attackSyscalls() {
-	try := func(name string, err error) {
-		if err != nil {
-			fmt.Println(name, "BLOCKED", err)
-		} else {
-			fmt.Println(name, "ALLOWED")
-		}
-	}
-	errno := func(_, _ uintptr, e unix.Errno) error {
-		if e != 0 {
-			return e
-		}
-		return nil
-	}
-	try("ptrace", unix.PtraceAttach(1))
-	try("mount", unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""))
-	try("unshare-user", unix.Unshare(unix.CLONE_NEWUSER))
-	try("setns", errno(unix.Syscall(unix.SYS_SETNS, 0, 0, 0)))
+	report("ptrace", unix.PtraceAttach(1))
+	report("mount", unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""))
+	report("unshare-user", unix.Unshare(unix.CLONE_NEWUSER))
+	report("setns", sysErr(unix.Syscall(unix.SYS_SETNS, 0, 0, 0)))
 	_, err := unix.KeyctlInt(unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0)
-	try("keyctl", err)
+	report("keyctl", err)
 	_, err = unix.AddKey("user", "hutch", []byte("x"), unix.KEY_SPEC_PROCESS_KEYRING)
-	try("add_key", err)
-	try("bpf", errno(unix.Syscall(unix.SYS_BPF, 0, 0, 0)))
-	try("perf_event_open", errno(unix.Syscall6(unix.SYS_PERF_EVENT_OPEN, 0, 0, ^uintptr(0), ^uintptr(0), 0, 0)))
-	try("init_module", errno(unix.Syscall(unix.SYS_INIT_MODULE, 0, 0, 0)))
-	try("kexec_load", errno(unix.Syscall6(unix.SYS_KEXEC_LOAD, 0, 0, 0, 0, 0, 0)))
-	try("userfaultfd", errno(unix.Syscall(unix.SYS_USERFAULTFD, 0, 0, 0)))
-	try("io_uring_setup", errno(unix.Syscall(unix.SYS_IO_URING_SETUP, 1, 0, 0)))
-	try("clone-newuser", errno(unix.RawSyscall6(unix.SYS_CLONE, unix.CLONE_NEWUSER|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)))
+	report("add_key", err)
+	report("bpf", sysErr(unix.Syscall(unix.SYS_BPF, 0, 0, 0)))
+	report("perf_event_open", sysErr(unix.Syscall6(unix.SYS_PERF_EVENT_OPEN, 0, 0, ^uintptr(0), ^uintptr(0), 0, 0)))
+	report("init_module", sysErr(unix.Syscall(unix.SYS_INIT_MODULE, 0, 0, 0)))
+	report("kexec_load", sysErr(unix.Syscall6(unix.SYS_KEXEC_LOAD, 0, 0, 0, 0, 0, 0)))
+	report("userfaultfd", sysErr(unix.Syscall(unix.SYS_USERFAULTFD, 0, 0, 0)))
+	report("io_uring_setup", sysErr(unix.Syscall(unix.SYS_IO_URING_SETUP, 1, 0, 0)))
+	report("clone-newuser", sysErr(unix.RawSyscall6(unix.SYS_CLONE, unix.CLONE_NEWUSER|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)))
 	_, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-	try("socket-packet", err)
+	report("socket-packet", err)
 	_, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
-	try("socket-raw", err)
-	try("chroot", unix.Chroot("/tmp"))
-	try("pivot_root", unix.PivotRoot("/tmp", "/tmp"))
+	report("socket-raw", err)
+	report("chroot", unix.Chroot("/tmp"))
+	report("pivot_root", unix.PivotRoot("/tmp", "/tmp"))
 }
 
 func attackAlloc(mib int) {
@@ -146,50 +151,37 @@ func attackAlloc(mib int) {
 // file the sandbox can read ("" when the host has none). The test then
 // looks at dir from the host.
 func attackSetID(dir, setid string) {
-	try := func(name string, err error) {
-		if err != nil {
-			fmt.Println(name, "BLOCKED", err)
-		} else {
-			fmt.Println(name, "ALLOWED")
-		}
-	}
-	errno := func(_, _ uintptr, e unix.Errno) error {
-		if e != 0 {
-			return e
-		}
-		return nil
-	}
 	at := func(name string) string { return dir + "/" + name }
-	try("mknodat-suid", unix.Mknodat(unix.AT_FDCWD, at("m1"), unix.S_IFREG|0o4755, 0))
-	try("mknodat-sgid", unix.Mknodat(unix.AT_FDCWD, at("m2"), unix.S_IFREG|0o2755, 0))
-	try("mknodat-notype", unix.Mknodat(unix.AT_FDCWD, at("m3"), 0o6755, 0))
+	report("mknodat-suid", unix.Mknodat(unix.AT_FDCWD, at("m1"), unix.S_IFREG|0o4755, 0))
+	report("mknodat-sgid", unix.Mknodat(unix.AT_FDCWD, at("m2"), unix.S_IFREG|0o2755, 0))
+	report("mknodat-notype", unix.Mknodat(unix.AT_FDCWD, at("m3"), 0o6755, 0))
 	cwd := -100 // AT_FDCWD, as the kernel reads a 32-bit descriptor
 	p, _ := unix.BytePtrFromString(at("m4"))
-	try("mknodat-raw-highbits", errno(unix.Syscall6(unix.SYS_MKNODAT, uintptr(cwd), uintptr(unsafe.Pointer(p)), 1<<40|unix.S_IFREG|0o4755, 0, 0, 0)))
+	report("mknodat-raw-highbits", sysErr(unix.Syscall6(unix.SYS_MKNODAT, uintptr(cwd), uintptr(unsafe.Pointer(p)), 1<<40|unix.S_IFREG|0o4755, 0, 0, 0)))
 	if runtime.GOARCH == "amd64" { // arm64 has mknodat only
 		const sysMknod = 133 // x86_64's mknod
 		p, _ := unix.BytePtrFromString(at("m5"))
-		try("mknod", errno(unix.Syscall(sysMknod, uintptr(unsafe.Pointer(p)), unix.S_IFREG|0o4755, 0)))
+		report("mknod", sysErr(unix.Syscall(sysMknod, uintptr(unsafe.Pointer(p)), unix.S_IFREG|0o4755, 0)))
 	}
 	if err := os.WriteFile(at("plain"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		fmt.Println("FAILED to write a plain file:", err)
 		return
 	}
-	try("chmod", unix.Chmod(at("plain"), 0o4755))
-	try("fchmodat", unix.Fchmodat(unix.AT_FDCWD, at("plain"), 0o2755, 0))
+	report("chmod", unix.Chmod(at("plain"), 0o4755))
+	report("fchmodat", unix.Fchmodat(unix.AT_FDCWD, at("plain"), 0o2755, 0))
 	p, _ = unix.BytePtrFromString(at("plain"))
-	try("fchmodat2", errno(unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(cwd), uintptr(unsafe.Pointer(p)), 0o6755, 0, 0, 0)))
+	report("fchmodat2", sysErr(unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(cwd), uintptr(unsafe.Pointer(p)), 0o6755, 0, 0, 0)))
 	if fd, err := unix.Open(at("plain"), unix.O_RDONLY, 0); err == nil {
-		try("fchmod", unix.Fchmod(fd, 0o4755))
+		report("fchmod", unix.Fchmod(fd, 0o4755))
 		unix.Close(fd)
 	}
 	fd, err := unix.Open(at("t1"), unix.O_CREAT|unix.O_WRONLY, 0o4755)
-	try("open-creat", err)
+	report("open-creat", err)
 	if err == nil {
 		unix.Close(fd)
 	}
 	fd, err = unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY, 0o4755)
-	try("open-tmpfile", err)
+	report("open-tmpfile", err)
 	if err == nil {
 		unix.Close(fd)
 	}
@@ -197,14 +189,14 @@ func attackSetID(dir, setid string) {
 	// permitting CAP_SETUID): a host root file that grants it would be
 	// as good as set-user-ID root.
 	cap := []byte{0x01, 0x00, 0x00, 0x02, 1 << unix.CAP_SETUID, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-	try("setxattr-capability", unix.Setxattr(at("plain"), "security.capability", cap, 0))
-	try("setxattr-trusted", unix.Setxattr(at("plain"), "trusted.hutch", []byte("x"), 0))
+	report("setxattr-capability", unix.Setxattr(at("plain"), "security.capability", cap, 0))
+	report("setxattr-trusted", unix.Setxattr(at("plain"), "trusted.hutch", []byte("x"), 0))
 	// A whiteout is a character device 0/0, no device at all (and /dev
 	// is the only place devices open): Linux 5.8 and later make it
 	// without CAP_MKNOD. Tried for the host check, whatever it answers.
-	try("renameat2-whiteout", unix.Renameat2(unix.AT_FDCWD, at("plain"), unix.AT_FDCWD, at("moved"), unix.RENAME_WHITEOUT))
+	report("renameat2-whiteout", unix.Renameat2(unix.AT_FDCWD, at("plain"), unix.AT_FDCWD, at("moved"), unix.RENAME_WHITEOUT))
 	if setid != "" {
-		try("link-setuid-file", unix.Link(setid, at("linked")))
+		report("link-setuid-file", unix.Link(setid, at("linked")))
 		// cp -p's way: a copy whose mode is set to the source's after.
 		b, err := os.ReadFile(setid)
 		if err == nil {
@@ -216,9 +208,9 @@ func attackSetID(dir, setid string) {
 				err = unix.Chmod(at("copied"), st.Mode&0o7777)
 			}
 		}
-		try("copy-setuid-file", err)
+		report("copy-setuid-file", err)
 	}
-	try("open_by_handle_at", errno(unix.Syscall(unix.SYS_OPEN_BY_HANDLE_AT, uintptr(cwd), 0, 0)))
+	report("open_by_handle_at", sysErr(unix.Syscall(unix.SYS_OPEN_BY_HANDLE_AT, uintptr(cwd), 0, 0)))
 }
 
 // attackLease tries to take a read lease on path (a file the sandbox's

@@ -435,13 +435,22 @@ func TestLimits(t *testing.T) {
 	// caller's.
 	t.Run("memory bomb of small processes", func(t *testing.T) {
 		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20}})
-		r := e.runWith(t, pol, sandbox.Command{Shell: `for i in $(seq 30); do (x=$(head -c 3000000 /dev/zero | tr "\0" a); sleep 2) & done; wait; ` +
-			`echo "command $(cat /proc/self/oom_score_adj) pid1 $(cat /proc/1/oom_score_adj)"`, Timeout: 30 * time.Second})
+		var pid1 string
+		r := withStarterAfter(t, e.work, func(script string) sandbox.Result {
+			return e.runWith(t, pol, sandbox.Command{Shell: script, Timeout: 30 * time.Second})
+		}, `for i in $(seq 30); do (x=$(head -c 3000000 /dev/zero | tr "\0" a); sleep 2) & done; wait; `,
+			`echo "command $(cat /proc/self/oom_score_adj)"`, func(s starter) {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", s.pid))
+				pid1 = strings.TrimSpace(string(b))
+			})
 		own, err := os.ReadFile("/proc/self/oom_score_adj")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "command 1000 pid1 " + strings.TrimSpace(string(own))
+		if pid1 != strings.TrimSpace(string(own)) {
+			t.Errorf("PID 1's oom_score_adj is %q, want the caller's %q", pid1, strings.TrimSpace(string(own)))
+		}
+		want := "command 1000"
 		if r.Limit != "memory" || !strings.Contains(string(r.Stdout), want) {
 			t.Errorf("30 small processes under a 64 MiB limit: exit %d, limit %q, stdout %q (want %q), stderr %.300q", r.ExitCode, r.Limit, r.Stdout, want, r.Stderr)
 		}
@@ -842,9 +851,9 @@ func checkOwnMounts(t *testing.T, pid int) {
 	}
 }
 
-// descendants lists every process below pid.
-func descendants(pid int) []int {
-	children := map[int][]int{}
+// processParents maps every process of the host to its parent.
+func processParents() map[int]int {
+	parent := map[int]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
@@ -858,10 +867,18 @@ func descendants(pid int) []int {
 		// The parent is the second field after the command's ")".
 		if i := bytes.LastIndexByte(stat, ')'); i > 0 {
 			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
-				ppid, _ := strconv.Atoi(f[1])
-				children[ppid] = append(children[ppid], p)
+				parent[p], _ = strconv.Atoi(f[1])
 			}
 		}
+	}
+	return parent
+}
+
+// descendants lists every process below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	for p, pp := range processParents() {
+		children[pp] = append(children[pp], p)
 	}
 	var out []int
 	var walk func(int)
@@ -991,4 +1008,86 @@ for p in 1 2 3; do if [ -e /proc/$p/cmdline ]; then printf 'HAS %s %s\n' $p "$(t
 			}
 		}
 	}
+}
+
+// starter is what started a command: hutch's process (a one-shot's PID 1,
+// a session's runner or exec helper), which the command itself cannot
+// see, as the host sees it.
+type starter struct {
+	pid  int    // on the host
+	name string // its command line's first word
+}
+
+// withStarter runs script through run, first making the command say it
+// has started (a file in dir) and wait; meanwhile it finds on the host the
+// process that started the command's shell and calls inspect with it. It
+// returns the command's result.
+func withStarter(t *testing.T, dir string, run func(script string) sandbox.Result, script string, inspect func(starter)) sandbox.Result {
+	t.Helper()
+	return withStarterAfter(t, dir, run, "", script, inspect)
+}
+
+// withStarterAfter is withStarter with first, a part of the script that
+// runs before the host looks.
+func withStarterAfter(t *testing.T, dir string, run func(script string) sandbox.Result, first, script string, inspect func(starter)) sandbox.Result {
+	t.Helper()
+	// The file's name is unique, and in the shell's command line: that is
+	// how the host tells this command's shell from any other sandbox's.
+	file := filepath.Join(dir, fmt.Sprintf(".starter-%d", time.Now().UnixNano()))
+	defer os.Remove(file)
+	defer os.Remove(file + ".go")
+	wait := `: > ` + file + `; while [ ! -e ` + file + `.go ]; do sleep 0.01; done; `
+	done := make(chan sandbox.Result, 1)
+	go func() { done <- run(first + wait + script) }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(file); err == nil {
+			inspect(hostStarter(t, file))
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the command ended before saying it started: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+	}
+	if err := os.WriteFile(file+".go", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return <-done
+}
+
+// startedBy is the name of what started script's command (see
+// withStarter), and the command's result.
+func startedBy(t *testing.T, dir string, run func(script string) sandbox.Result, script string) (string, sandbox.Result) {
+	t.Helper()
+	var name string
+	r := withStarter(t, dir, run, script, func(s starter) { name = s.name })
+	return name, r
+}
+
+// hostStarter finds, among this test's processes, the shell whose command
+// line holds marker and whose parent is one of hutch's, and returns that
+// parent.
+func hostStarter(t *testing.T, marker string) starter {
+	t.Helper()
+	parents := processParents()
+	var found []starter
+	for _, p := range descendants(os.Getpid()) {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if !bytes.Contains(cmd, []byte(marker)) {
+			continue
+		}
+		pp := parents[p]
+		parent, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pp))
+		if name, _, _ := strings.Cut(string(parent), "\x00"); strings.HasPrefix(name, "hutch-sandbox") {
+			found = append(found, starter{pp, name})
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one shell of this command started by hutch's process, found %v", found)
+	}
+	return found[0]
 }

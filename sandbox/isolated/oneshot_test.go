@@ -3,6 +3,7 @@ package isolated_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,25 +58,35 @@ func TestOneShotProgramLookup(t *testing.T) {
 	}
 }
 
-// PID 1 of a one-shot sandbox is a fork of the caller: it must show
-// nothing of the caller (arguments, environment, memory, descriptors) and
-// shrug off the command's signals.
+// PID 1 of a one-shot sandbox is a fork of the caller: the command cannot
+// see it at all (the sandbox's /proc hides hutch's processes), let alone
+// its arguments, environment, memory or descriptors, and it shrugs off
+// the command's signals. On the host its command line is hutch's name,
+// nothing of the caller's.
 func TestOneShotPID1IsOutOfReach(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("HUTCH_TEST_PID1_SECRET", "pid1-s3cret")
-	r := e.run(t, sh(`tr '\0' ' ' </proc/1/cmdline; echo
+	var cmdline string
+	r := withStarter(t, e.work, func(script string) sandbox.Result { return e.run(t, sh(script)) }, `ls -d /proc/1 2>&1
+tr '\0' ' ' </proc/1/cmdline 2>&1; echo
 cat /proc/1/environ 2>/dev/null | tr '\0' '\n' | grep -c pid1-s3cret
 ls /proc/1/fd 2>&1 | head -3
 dd if=/proc/1/mem bs=1 count=1 skip=4194304 2>&1 | head -1
-kill -TERM 1; kill -INT 1; kill -HUP 1; kill -USR1 1; kill -KILL 1; sleep 0.2; echo ALIVE`))
+kill -TERM 1; kill -INT 1; kill -HUP 1; kill -USR1 1; kill -KILL 1; sleep 0.2; echo ALIVE`, func(s starter) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.pid))
+		cmdline = strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	})
 	out := string(r.Stdout) + string(r.Stderr)
-	if first, _, _ := strings.Cut(out, "\n"); strings.TrimSpace(first) != "hutch-sandbox-init" {
-		t.Errorf("PID 1's command line is %q; want hutch-sandbox-init (and nothing of the caller's)", first)
+	if cmdline != "hutch-sandbox-init" {
+		t.Errorf("PID 1's command line is %q; want hutch-sandbox-init (and nothing of the caller's)", cmdline)
+	}
+	if !strings.HasPrefix(out, "ls: cannot access '/proc/1'") {
+		t.Errorf("PID 1 is visible in the sandbox's /proc:\n%s", out)
 	}
 	if strings.Contains(out, "pid1-s3cret") || strings.Contains(out, "test.") {
 		t.Errorf("PID 1 shows the caller's environment or arguments:\n%s", out)
 	}
-	if !strings.Contains(out, "Permission denied") || strings.Contains(out, "1+0 records") {
+	if strings.Contains(out, "1+0 records") || !strings.Contains(out, "ls: cannot access '/proc/1/fd'") {
 		t.Errorf("PID 1's descriptors or memory are readable:\n%s", out)
 	}
 	if r.ExitCode != 0 || !strings.Contains(out, "ALIVE") {

@@ -579,14 +579,37 @@ func TestReview2MemoryLimitWithoutCgroups(t *testing.T) {
 		// No process limit: as root without a pids cgroup none can hold,
 		// and the default's would refuse the sandbox.
 		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20, Processes: policy.Unlimited}})
-		r, err := isolated.Run(bg, pol, sh("awk '/VmData/ {print $2 * 1024}' /proc/1/status; awk '/Max data size/ {print $4}' /proc/1/limits; sleep 2; echo ok"))
-		fmt.Printf("INNER one-shot: err=%v exit=%d out=%q\n", err, r.ExitCode, r.Stdout)
-		if f := strings.Fields(string(r.Stdout)); len(f) >= 2 {
-			used, _ := strconv.ParseInt(f[0], 10, 64)
-			limit, lerr := strconv.ParseInt(f[1], 10, 64)
-			if lerr == nil && used > limit { // "unlimited": PID 1 is not bound, the command is
-				t.Errorf("the one-shot init holds %d bytes of private data under its own RLIMIT_DATA of %d: its next allocation kills it", used, limit)
+		// PID 1 is hidden from the command: the host reads its numbers.
+		var used, limit int64
+		var lerr error = errors.New("PID 1's limits not read")
+		var err error
+		r := withStarter(t, e.work, func(script string) sandbox.Result {
+			var r sandbox.Result
+			r, err = isolated.Run(bg, pol, sh(script))
+			return r
+		}, "sleep 2; echo ok", func(s starter) {
+			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
+			limits, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", s.pid))
+			for line := range strings.SplitSeq(string(status), "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmData:" {
+					used, _ = strconv.ParseInt(f[1], 10, 64)
+					used *= 1024
+				}
 			}
+			for line := range strings.SplitSeq(string(limits), "\n") {
+				if f := strings.Fields(line); len(f) >= 4 && strings.HasPrefix(line, "Max data size") {
+					limit, lerr = strconv.ParseInt(f[3], 10, 64)
+					if f[3] == "unlimited" { // PID 1 is not bound, the command is
+						limit, lerr = -1, nil
+					}
+				}
+			}
+		})
+		fmt.Printf("INNER one-shot: err=%v exit=%d out=%q used=%d limit=%d\n", err, r.ExitCode, r.Stdout, used, limit)
+		if lerr != nil || used == 0 {
+			t.Errorf("PID 1's data size and limit were not read: %d, %v", used, lerr)
+		} else if limit >= 0 && used > limit {
+			t.Errorf("the one-shot init holds %d bytes of private data under its own RLIMIT_DATA of %d: its next allocation kills it", used, limit)
 		}
 		if err != nil || !strings.Contains(string(r.Stdout), "ok") {
 			t.Errorf("one-shot run of 'sleep 2' under a 64 MiB limit: %v (stdout %q)", err, r.Stdout)
@@ -626,6 +649,11 @@ func TestReview2MemoryLimitWithoutCgroups(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("the rlimit memory bound:\n%s", out)
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.HasPrefix(line, "INNER") {
+			t.Log(line)
+		}
 	}
 }
 

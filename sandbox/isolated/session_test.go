@@ -176,14 +176,17 @@ func TestStartDirAndWritableLinksCheckedOnTheHost(t *testing.T) {
 func TestExecHelperStreams(t *testing.T) {
 	e := newEnv(t)
 	sb := a2Session(t, e.pol.Extend(policy.Policy{Limits: policy.Limits{OpenFiles: 16}}))
-	pid1 := "read -r _ _ _ p _ < /proc/self/stat; tr '\\0' ' ' < /proc/$p/cmdline; "
+	inSession := func(script string) sandbox.Result { return a2Exec(t, sb, script, 20*time.Second) }
+	if name, _ := startedBy(t, e.work, inSession, "true"); name != "hutch-sandbox-exec" {
+		t.Fatalf("commands of this session run through %q, not an exec helper", name)
+	}
 	cases := []struct {
 		name           string
 		cmd            sandbox.Command
 		code           int
 		stdout, stderr string
 	}{
-		{"both streams", sh(pid1 + "echo; echo to-stderr >&2"), 0, "hutch-sandbox-exec \n", "to-stderr\n"},
+		{"both streams", sh("echo to-stdout; echo to-stderr >&2"), 0, "to-stdout\n", "to-stderr\n"},
 		{"not found", sandbox.Command{Args: []string{"hutch-no-such-program"}}, 127, "", "hutch: hutch-no-such-program: command not found\n"},
 		{"no descriptor beyond 2", sh(fmt.Sprintf("ls /proc/self/fd/%d 2>/dev/null; ls /proc/self/fd | sort -n | tr '\\n' ' '", helper.ExecStderrFD)), 0, "0 1 2 3 ", ""},
 	}
