@@ -380,8 +380,10 @@ func (b *builder) procEntry(path string, do func(what string, fd uint8)) {
 // are its own. Nothing here is a list kept by hand: a kernel that adds a
 // root-only file gets it hidden.
 //
-// It costs a walk of about 350 entries (some 1 to 2 ms; /proc/sys/net
-// alone has 1300 more on a host with a few interfaces).
+// It costs a walk of about 550 entries, some 3 ms here
+// (BenchmarkHostOnlyProc); /proc/sys/net alone has 1300 more on a host
+// with a few interfaces. Walking /proc/sys in a goroutine of its own
+// gained nothing on this 2-CPU machine.
 func hostOnlyProc(withHostNet bool) []string {
 	var out []string
 	var walk func(dir string, readOnly bool)
