@@ -57,7 +57,7 @@ func probeNamespaces() error {
 // Layers lists each enforcement layer and whether it is active here.
 func Layers() []Layer {
 	var out []Layer
-	ns := Layer{Name: "namespaces", Active: Supported() == nil, Detail: "user, mount, pid, ipc, uts, cgroup, net"}
+	ns := Layer{Name: "namespaces", Active: Supported() == nil, Detail: "user, mount, pid, ipc, uts, cgroup, net; a /proc without hutch's processes or the host's root-only entries"}
 	if err := Supported(); err != nil {
 		ns.Detail = err.Error()
 	}
@@ -73,10 +73,10 @@ func Layers() []Layer {
 		ll.Detail = "not available in this kernel (CONFIG_SECURITY_LANDLOCK, lsm=landlock): mount namespaces still confine paths"
 	}
 	out = append(out, ll)
-	sc := Layer{Name: "seccomp", Active: helper.SeccompSupported(), Detail: "denies ptrace, mounts, namespaces, keyrings, bpf, perf, modules, kexec, userfaultfd, io_uring, unix/packet/raw sockets"}
+	sc := Layer{Name: "seccomp", Active: helper.SeccompSupported(), Detail: "denies ptrace, mounts, namespaces, keyrings, bpf, perf, modules, kexec, userfaultfd, io_uring, unix/packet/raw sockets, set-user-ID and set-group-ID files, leases, typing into terminals"}
 	out = append(out, sc)
 	out = append(out, Layer{Name: "no_new_privs+capabilities", Active: true, Detail: "no_new_privs set; bounding, ambient, effective and permitted sets emptied; root regains nothing at exec"})
-	out = append(out, Layer{Name: "rlimits", Active: true, Detail: "cpu time, file size, open files, processes (per user namespace), memory (private writable per process), core dumps off"})
+	out = append(out, Layer{Name: "rlimits", Active: true, Detail: "cpu time, file size, open files, processes (per user namespace), memory (private writable per process), core dumps off; a quarter of the host user's inotify, fanotify, message-queue, signal and locked-memory counts"})
 	cgl := Layer{Name: "cgroups", Detail: "memory and pids limits per sandbox; OOM kills and refused forks reported as limit"}
 	if cg, err := newCgroup(policy.Limits{Memory: 64 << 20, Processes: 64}); err != nil || cg == nil {
 		cgl.Detail = fmt.Sprintf("not available (%v): memory is bounded per process (RLIMIT_DATA: private memory only, shared mappings are not counted) and processes by RLIMIT_NPROC; "+
