@@ -338,22 +338,34 @@ const (
 	answered    runOutcome = iota // the runner ran it and answered
 	interrupted                   // the runner went away mid-command (killed on timeout or cancel, or it died)
 	notTaken                      // the runner had retired: the command never ran
+	lost                          // the runner was gone before the command reached it: the command never ran
 )
 
 // run hands one command to the runner and waits for its status. Unless
 // the outcome is answered (and res.Done is false), the runner is of no
 // further use; it has then also been reaped. The caller keeps its copies
 // of the streams: a command that was not taken goes elsewhere with them.
+//
+// A send that fails never reached the runner (a message of the socket
+// pair arrives whole or not at all): when the runner is gone (EPIPE, its
+// end closed: it was killed while idle) the outcome is lost, and
+// otherwise the runner is still there and idle, and the error is the
+// answer. Once the request is sent, the runner may have started the
+// command, so its death before answering is interrupted.
 func (r *runner) run(id uint64, job *Job, passed []*os.File) (res Response, out runOutcome) {
-	err := r.conn.Send(Request{ID: id, Op: "exec", Job: job}, passed...)
-	if err == nil {
-		if _, err = r.conn.Recv(&res); err == nil {
+	out = interrupted
+	if err := r.conn.Send(Request{ID: id, Op: "exec", Job: job}, passed...); err != nil {
+		if !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
+			res.Err = ToWire(fmt.Errorf("handing the command to the runner: %w", err))
 			return res, answered
 		}
+		out = lost
+	} else if _, err := r.conn.Recv(&res); err == nil {
+		return res, answered
 	}
 	r.discard()
 	if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() && ws.ExitStatus() == runnerRetired {
 		return res, notTaken
 	}
-	return res, interrupted
+	return res, out
 }

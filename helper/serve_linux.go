@@ -293,23 +293,39 @@ func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.Fil
 	if !keep && outcome == answered {
 		r.discard()
 	}
-	if outcome == notTaken && !killed {
+	switch {
+	case outcome == notTaken && !killed:
 		// The runner had retired (a command changed it): a fresh one, or
 		// an exec helper, runs this command. The streams are untouched.
 		if r2 := s.takeRunner(); r2 != nil {
 			return s.execInRunner(r2, req, job, passed, res)
 		}
 		return s.execHelper(req, *job, passed, res)
+	case outcome == lost && !killed:
+		// The runner died while idle (killed from outside): the command
+		// never reached it, and an exec helper runs it. The next command
+		// starts a fresh runner.
+		return s.execHelper(req, *job, passed, res)
+	case outcome == interrupted && !killed:
+		// Neither a timeout nor a cancel of ours: something else killed
+		// the runner while it had the command, which may have run in
+		// part. That is no exit status of the command's.
+		return errRunnerDied
 	}
 	if out.Err != nil {
 		return out.Err.Error()
 	}
-	if out.Status == nil { // killed (timeout, cancel) or died mid-command
+	if out.Status == nil { // killed by our timeout or cancel
 		out.Status = &Status{Signal: int(syscall.SIGKILL)}
 	}
 	res.Status = out.Status
 	return nil
 }
+
+// errRunnerDied is an exec's error when the session's runner died with
+// the command in hand, killed by something other than the exec's own
+// timeout or cancel.
+var errRunnerDied = errors.New("the session's command runner died while it ran the command (killed from outside the sandbox?): the command may have partly run; check what it changes before running it again")
 
 // killAfter kills c when the timeout (in milliseconds; 0 for none) passes.
 // The function it returns stops the clock and reports whether it fired.

@@ -1,8 +1,13 @@
 package isolated_test
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,5 +111,73 @@ echo "helpers $n"`, 10*time.Second)
 		if got := string(r.Stdout); got != "helpers 0\n" {
 			t.Errorf("want none of hutch's processes in sight or reach; got %q %q", got, r.Stderr)
 		}
+	})
+}
+
+// A session's runner killed from the host was reported as the command's
+// death: the next command "ran" with exit 137 and no output, though it
+// never started. Now a runner that died while idle hands the command to
+// a fresh helper, which runs it; one that died with the command in hand
+// makes the exec fail saying so, and the session goes on.
+func TestKilledRunnerIsNeverAResultOfTheCommand(t *testing.T) {
+	e := newEnv(t)
+	before, _ := a2HostHelpers(t)
+	sb := a2Session(t, e.pol)
+	// runner returns the host PID of sb's runner, started by a command.
+	runner := func(t *testing.T) int {
+		t.Helper()
+		if r := a2Exec(t, sb, "true", 10*time.Second); r.ExitCode != 0 {
+			t.Fatalf("true: exit %d, %q", r.ExitCode, r.Stderr)
+		}
+		inits, runners := a2HostHelpers(t)
+		parent := processParents()
+		for _, p := range runners {
+			if !slices.Contains(before, parent[p]) && slices.Contains(inits, parent[p]) {
+				return p
+			}
+		}
+		t.Fatal("the session has no runner on the host")
+		return 0
+	}
+	kill := func(t *testing.T, pid int) {
+		t.Helper()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || bytes.Contains(stat, []byte(") Z ")) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the runner %d lives on after SIGKILL", pid)
+			}
+		}
+	}
+	echo := func(t *testing.T) {
+		t.Helper()
+		r, err := sb.Exec(bg, sandbox.Command{Shell: "echo x", Timeout: 10 * time.Second})
+		if err != nil || r.ExitCode != 0 || string(r.Stdout) != "x\n" {
+			t.Fatalf("echo x: exit %d, %q %q, %v", r.ExitCode, r.Stdout, r.Stderr, err)
+		}
+	}
+	t.Run("killed while idle", func(t *testing.T) {
+		kill(t, runner(t))
+		echo(t)
+		echo(t)
+	})
+	t.Run("killed during a command", func(t *testing.T) {
+		pid := runner(t)
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}()
+		r, err := sb.Exec(bg, sandbox.Command{Shell: "sleep 5; echo slept", Timeout: 20 * time.Second})
+		if err == nil {
+			t.Fatalf("no error for a command whose runner was killed: exit %d, timed out %v, %q %q", r.ExitCode, r.TimedOut, r.Stdout, r.Stderr)
+		}
+		if !strings.Contains(err.Error(), "runner died") {
+			t.Errorf("the error does not say the runner died: %v", err)
+		}
+		echo(t)
 	})
 }
