@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -35,16 +37,19 @@ type AuditEntry struct {
 const MaxAuditText = 4096
 
 // AuditLog appends entries to a file, one JSON object per line. Each entry
-// is written with a single append, so lines from several processes sharing
-// the file do not interleave. It is safe for concurrent use.
+// is written with a single append under an exclusive flock, so lines from
+// several processes sharing the file do not interleave, and one a full
+// disk cuts short is undone before another process writes. It is safe
+// for concurrent use.
 type AuditLog struct {
 	mu sync.Mutex
 	f  *os.File
 }
 
-// OpenAudit opens (creating with mode 0600) the log at path for appending.
+// OpenAudit opens (creating with mode 0600) the log at path for appending
+// (and reading its last byte, see Record).
 func OpenAudit(path string) (*AuditLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600) // read: how the file ends
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
@@ -61,7 +66,9 @@ func OpenAudit(path string) (*AuditLog, error) {
 }
 
 // Record appends e, its Detail and Reason cut to MaxAuditText bytes each
-// (see Shorten): no call makes a line of megabytes.
+// (see Shorten): no call makes a line of megabytes. The line is written
+// whole or not at all: a write that fails or comes out short (a full
+// disk) is undone and returned, so every line of the log parses.
 func (a *AuditLog) Record(e AuditEntry) error {
 	e.Detail, e.Reason = Shorten(e.Detail, MaxAuditText), Shorten(e.Reason, MaxAuditText)
 	line, err := json.Marshal(e)
@@ -74,8 +81,42 @@ func (a *AuditLog) Record(e AuditEntry) error {
 	if a.f == nil {
 		return os.ErrClosed
 	}
-	_, err = a.f.Write(line)
-	return err
+	return appendLine(a.f, line)
+}
+
+// appendLine appends line (ending in a newline) to f whole or not at all,
+// so that every line of the file parses. Under an exclusive flock, which
+// every hutch writing the file takes, it reads where the file ends; a
+// file that ends without a newline (a writer that crashed mid-line before
+// this rule) gets one first, so the line starts fresh. A write that fails
+// or comes out short (a full disk) is cut off again, back to where the
+// file ended, and is the error.
+func appendLine(f *os.File, line []byte) error {
+	fd := int(f.Fd())
+	// Best effort: a filesystem without locks still gets the repair, only
+	// not against writers in other processes.
+	if unix.Flock(fd, unix.LOCK_EX) == nil {
+		defer unix.Flock(fd, unix.LOCK_UN)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	end := fi.Size()
+	if end > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, end-1); err == nil && last[0] != '\n' {
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	_, err = f.Write(line)
+	if err == nil {
+		return nil
+	}
+	if terr := f.Truncate(end); terr != nil {
+		return fmt.Errorf("audit log: %w, and the partial line could not be removed (%v): remove the last line of %s by hand", err, terr, f.Name())
+	}
+	return fmt.Errorf("audit log: %w (nothing written; free space and retry)", err)
 }
 
 // RecordDecided appends a person's decision on a pending request, as
