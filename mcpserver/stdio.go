@@ -27,6 +27,8 @@ const MaxMessage = 16 << 20
 type LineTransport struct {
 	In  io.Reader
 	Out io.Writer
+	// Limit bounds one inbound message, in bytes; 0 means MaxMessage.
+	Limit int
 }
 
 // StdioTransport is a LineTransport on the process's standard input and
@@ -59,10 +61,17 @@ func pollable(f *os.File) *os.File {
 }
 
 // Connect starts reading; the connection ends at EOF, on a read error or on
-// Close.
+// Close. A line that is no JSON-RPC message does not end it: it gets an
+// error reply, as JSON-RPC 2.0 says (-32700 for a line that is not JSON,
+// -32600 for JSON that is no valid message, and for a line longer than
+// the limit, which is discarded unread), and reading goes on.
 func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
+	limit := t.Limit
+	if limit <= 0 {
+		limit = MaxMessage
+	}
 	c := &lineConn{incoming: make(chan readResult), closed: make(chan struct{}), out: t.Out}
-	go c.readLoop(t.In)
+	go c.readLoop(t.In, limit)
 	return c, nil
 }
 
@@ -77,21 +86,24 @@ type lineConn struct {
 	once     sync.Once
 	queue    []jsonrpc.Message // the rest of a batch
 
-	wmu sync.Mutex
+	wmu sync.Mutex // one message per line: the SDK's writes and error replies take turns
 	out io.Writer
 	buf []byte
 }
 
-func (c *lineConn) readLoop(in io.Reader) {
+func (c *lineConn) readLoop(in io.Reader, limit int) {
 	r := bufio.NewReaderSize(in, 64<<10)
-	var long []byte // a line longer than the reader's buffer
+	var long []byte     // a line longer than the reader's buffer
+	discarding := false // the line read is over the limit: it is dropped up to its newline
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			if len(long) > MaxMessage {
-				c.deliver(readResult{err: fmt.Errorf("message longer than %d bytes", MaxMessage)})
-				return
+			if !discarding {
+				long = append(long, chunk...)
+				discarding = len(long) > limit
+			}
+			if discarding {
+				long = nil
 			}
 			continue
 		}
@@ -100,9 +112,11 @@ func (c *lineConn) readLoop(in io.Reader) {
 			line = append(long, chunk...)
 			long = nil
 		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			msgs, derr := decodeLine(line)
-			if !c.deliver(readResult{msgs: msgs, err: derr}) || derr != nil {
+		if discarding || len(line) > limit {
+			discarding = false
+			c.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: message longer than %d bytes, the most one may hold; it was discarded", limit))
+		} else if line = bytes.TrimSpace(line); len(line) > 0 {
+			if msgs := c.decodeLine(line); len(msgs) > 0 && !c.deliver(readResult{msgs: msgs}) {
 				return
 			}
 		}
@@ -113,31 +127,38 @@ func (c *lineConn) readLoop(in io.Reader) {
 	}
 }
 
-// decodeLine decodes one message, or a batch (a JSON array) of them. The
-// message keeps references into its bytes, so they are copied off the
-// reader's buffer first.
-func decodeLine(line []byte) ([]jsonrpc.Message, error) {
+// decodeLine decodes one message, or a batch (a JSON array) of them; what
+// is no message gets an error reply and is left out. The messages keep
+// references into their bytes, so they are copied off the reader's buffer
+// first.
+func (c *lineConn) decodeLine(line []byte) []jsonrpc.Message {
 	line = bytes.Clone(line)
 	if line[0] != '[' {
 		m, err := decodeMessage(line)
 		if err != nil {
-			return nil, err
+			c.replyInvalid(line, err)
+			return nil
 		}
-		return []jsonrpc.Message{m}, nil
+		return []jsonrpc.Message{m}
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil {
-		return nil, err
+		c.replyInvalid(line, err)
+		return nil
+	}
+	if len(raws) == 0 {
+		c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch")
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	for _, raw := range raws {
 		m, err := decodeMessage(raw)
 		if err != nil {
-			return nil, err
+			c.replyInvalid(raw, err)
+			continue
 		}
 		msgs = append(msgs, m)
 	}
-	return msgs, nil
+	return msgs
 }
 
 // decodeMessage decodes a request with the standard library, matching keys
@@ -198,9 +219,6 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if len(r.msgs) == 0 {
-			return nil, errors.New("empty batch")
-		}
 		c.queue = r.msgs[1:]
 		return r.msgs[0], nil
 	}
@@ -213,8 +231,86 @@ func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
 	if c.buf, err = appendMessage(c.buf[:0], m); err != nil {
 		return err
 	}
-	_, err = c.out.Write(append(c.buf, '\n'))
+	c.buf = append(c.buf, '\n')
+	_, err = c.out.Write(c.buf)
 	return err
+}
+
+// replyInvalid answers data, which is no JSON-RPC message (err says why
+// the decoder refused it): -32700 when it is not JSON, else -32600 with
+// the request's id when it has a valid one.
+func (c *lineConn) replyInvalid(data []byte, err error) {
+	var v any
+	if jerr := json.Unmarshal(data, &v); jerr != nil {
+		c.reply(nil, jsonrpc.CodeParseError, "Parse error: the message is not JSON ("+jerr.Error()+")")
+		return
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		c.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message is a JSON object, not %s", jsonKind(v)))
+		return
+	}
+	// The id is echoed only for a request: a response's id is one of the
+	// server's own, and an error reply under it would look like the answer
+	// to a request of the client's.
+	var id any
+	_, isRequest := obj["method"]
+	switch obj["id"].(type) {
+	case string, float64:
+		if isRequest {
+			id = obj["id"]
+		}
+	case nil:
+	default:
+		c.reply(nil, jsonrpc.CodeInvalidRequest, `Invalid Request: "id" must be a string, a number or null`)
+		return
+	}
+	why := err.Error()
+	switch m, ok := obj["method"]; {
+	case obj["jsonrpc"] != "2.0":
+		why = `"jsonrpc" must be "2.0"`
+	case ok && jsonKind(m) != "a string":
+		why = `"method" must be a string`
+	case !ok && obj["id"] == nil:
+		why = `a response needs the "id" of the request it answers`
+	case obj["error"] != nil:
+		why = `"error" must be an object with a numeric "code" and a string "message"`
+	}
+	c.reply(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)
+}
+
+// jsonKind names the kind of a decoded JSON value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+// reply writes an error response (id nil: null) on the connection's
+// writer, taking its turn with the SDK's writes. A failed write is left to
+// the next read or write to report.
+func (c *lineConn) reply(id any, code int64, msg string) {
+	data, err := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", id, &jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil { // cannot happen: strings and numbers only
+		return
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, _ = c.out.Write(append(data, '\n'))
 }
 
 // appendMessage encodes m. A successful response is written around its

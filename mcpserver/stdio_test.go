@@ -3,12 +3,15 @@ package mcpserver_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
@@ -17,7 +20,13 @@ import (
 // client's ends: write requests in, read responses out.
 func serveLines(t *testing.T, dir string) (io.WriteCloser, *bufio.Reader, <-chan error) {
 	t.Helper()
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: dir})
+	return serveLinesWith(t, mcpserver.Settings{Tier: "local", Root: dir}, 0)
+}
+
+// serveLinesWith is serveLines with settings and a message limit.
+func serveLinesWith(t *testing.T, s mcpserver.Settings, limit int) (io.WriteCloser, *bufio.Reader, <-chan error) {
+	t.Helper()
+	cfg, closeAll, err := mcpserver.Open(bg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +38,7 @@ func serveLines(t *testing.T, dir string) (io.WriteCloser, *bufio.Reader, <-chan
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(bg, &mcpserver.LineTransport{In: inR, Out: outW}); outW.Close() }()
+	go func() { done <- srv.Run(bg, &mcpserver.LineTransport{In: inR, Out: outW, Limit: limit}); outW.Close() }()
 	t.Cleanup(func() { inW.Close(); outR.Close() })
 	return inW, bufio.NewReader(outR), done
 }
@@ -81,15 +90,18 @@ func TestLineTransport(t *testing.T) {
 	if !ids[3] || !ids[4] {
 		t.Errorf("batch answers: %v", ids)
 	}
-	// A malformed line ends the session with an error, not a hang or panic.
-	io.WriteString(in, "{not json\n")
+	// A malformed line gets an error reply; the session goes on.
+	io.WriteString(in, "{not json\n"+`{"jsonrpc":"2.0","id":5,"method":"ping"}`+"\n")
+	if m := readMsg(t, out); m["error"] == nil {
+		t.Errorf("a malformed line: %v", m)
+	}
+	if m := readMsg(t, out); m["id"] != float64(5) || m["result"] == nil {
+		t.Errorf("ping after a malformed line: %v", m)
+	}
 	select {
 	case err := <-done:
-		if err == nil {
-			t.Error("a malformed message ended the session without an error")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("server did not stop after a malformed message")
+		t.Fatalf("the session ended: %v", err)
+	default:
 	}
 }
 
@@ -105,22 +117,134 @@ func TestLineTransportEOF(t *testing.T) {
 	}
 }
 
+// Every line that is no JSON-RPC message gets the error JSON-RPC 2.0
+// names, under the request's id when it has a valid one, and the session
+// answers the ping that follows.
+func TestLineTransportMalformed(t *testing.T) {
+	in, out, done := serveLinesWith(t, mcpserver.Settings{Tier: "virtual"}, 0)
+	io.WriteString(in, initMsg+"\n")
+	readMsg(t, out)
+	type reply struct {
+		code int
+		id   any // nil: null
+	}
+	parse, invalid := jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest
+	cases := []struct {
+		line string
+		want []reply
+	}{
+		{`{"jsonrpc":"2.0","id":2,"method":`, []reply{{parse, nil}}},
+		{`{garbage`, []reply{{parse, nil}}},
+		{`[{"jsonrpc":"2.0","id":2,"method":"ping"}`, []reply{{parse, nil}}},
+		{`{"foo":1}`, []reply{{invalid, nil}}},
+		{`[]`, []reply{{invalid, nil}}},
+		{`123`, []reply{{invalid, nil}}},
+		{`"hello"`, []reply{{invalid, nil}}},
+		{`null`, []reply{{invalid, nil}}},
+		{`{"jsonrpc":"1.0","id":7,"method":"ping"}`, []reply{{invalid, float64(7)}}},
+		{`{"jsonrpc":"2.0","id":"s","method":5}`, []reply{{invalid, "s"}}},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, []reply{{invalid, nil}}},
+		{`{"jsonrpc":"2.0","id":[1],"method":"ping"}`, []reply{{invalid, nil}}},
+		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, []reply{{invalid, nil}}},
+		{`{"jsonrpc":"2.0","result":{}}`, []reply{{invalid, nil}}},
+		// A malformed response is answered without its id, which is one
+		// of the server's own.
+		{`{"jsonrpc":"2.0","id":8,"error":"bad"}`, []reply{{invalid, nil}}},
+		{`[1,2]`, []reply{{invalid, nil}, {invalid, nil}}},
+	}
+	for i, c := range cases {
+		ping := 100 + i
+		fmt.Fprintf(in, "%s\n{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", c.line, ping)
+		for _, w := range c.want {
+			m := readMsg(t, out)
+			e, _ := m["error"].(map[string]any)
+			if e == nil || e["code"] != float64(w.code) || m["id"] != w.id || e["message"] == "" {
+				t.Errorf("%s: got %v, want error %d with id %v", c.line, m, w.code, w.id)
+			}
+			if _, ok := m["id"]; !ok {
+				t.Errorf("%s: the error reply has no id (want null): %v", c.line, m)
+			}
+		}
+		if m := readMsg(t, out); m["id"] != float64(ping) || m["result"] == nil {
+			t.Fatalf("%s: the ping after it got %v", c.line, m)
+		}
+	}
+	// A batch's valid messages are answered, its others get errors.
+	io.WriteString(in, `[{"jsonrpc":"2.0","id":200,"method":"ping"},{"jsonrpc":"2.0","id":201,"method":7}]`+"\n")
+	got := map[float64]bool{}
+	for range 2 {
+		m := readMsg(t, out)
+		got[m["id"].(float64)] = m["error"] != nil
+	}
+	if e, ok := got[200]; !ok || e || !got[201] {
+		t.Errorf("a batch with one bad message: %v (id: is an error)", got)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the session ended: %v", err)
+	default:
+	}
+}
+
+// A line longer than the limit is read and dropped up to its newline (not
+// held), answered with an error naming the limit, and the session goes
+// on; a line that ends at EOF over the limit is answered too.
 func TestLineTransportTooLong(t *testing.T) {
-	in, _, done := serveLines(t, t.TempDir())
+	const limit = 1 << 20
+	in, out, done := serveLinesWith(t, mcpserver.Settings{Tier: "virtual"}, limit)
+	io.WriteString(in, initMsg+"\n")
+	readMsg(t, out)
 	go func() {
-		chunk := strings.Repeat("x", 1<<20)
-		for i := 0; i <= mcpserver.MaxMessage>>20; i++ {
+		chunk := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", 1<<20)
+		for range 3 {
 			if _, err := io.WriteString(in, chunk); err != nil {
 				return
 			}
 		}
+		io.WriteString(in, "\"}}}\n"+`{"jsonrpc":"2.0","id":3,"method":"ping"}`+"\n"+strings.Repeat("y", 2*limit))
+		in.Close()
 	}()
+	for _, id := range []any{nil, float64(3), nil} {
+		m := readMsg(t, out)
+		e, _ := m["error"].(map[string]any)
+		switch {
+		case id != nil && (m["id"] != id || m["result"] == nil):
+			t.Errorf("want the answer to ping %v, got %v", id, m)
+		case id == nil && (e == nil || e["code"] != float64(jsonrpc.CodeInvalidRequest) || !strings.Contains(e["message"].(string), fmt.Sprint(limit))):
+			t.Errorf("want an error naming the limit, got %v", m)
+		}
+	}
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "longer than") {
-			t.Errorf("an endless line: %v", err)
+		if err != nil {
+			t.Errorf("the session ended with %v, want EOF", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("server kept buffering an endless line")
+		t.Fatal("the session did not end at EOF")
+	}
+}
+
+// A running command survives a malformed line sent while it runs: the
+// line is answered, and so is the command when it ends.
+func TestLineTransportMalformedDuringCall(t *testing.T) {
+	in, out, _ := serveLinesWith(t, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"}, 0)
+	io.WriteString(in, initMsg+"\n")
+	readMsg(t, out)
+	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 2; echo done"}}}`+"\n")
+	time.Sleep(300 * time.Millisecond)
+	io.WriteString(in, "{garbage\n"+`{"jsonrpc":"2.0","id":3,"method":"ping"}`+"\n")
+	var ids []any
+	for range 3 {
+		m := readMsg(t, out)
+		ids = append(ids, m["id"])
+		if m["id"] == float64(2) {
+			if b, _ := json.Marshal(m["result"]); !strings.Contains(string(b), "done") {
+				t.Errorf("the shell call: %v", m)
+			}
+		}
+	}
+	if fmt.Sprint(ids) != "[<nil> 3 2]" {
+		t.Errorf("replies in the order %v, want the error, the ping, then the shell call", ids)
 	}
 }
