@@ -175,8 +175,11 @@ var (
 // (host:port; a bare ":port" binds 127.0.0.1, never every interface) until
 // ctx ends. Every request needs token (see RequireToken) unless token is
 // "". Lines for the operator (the address, a warning when the address is
-// not a loopback one) go to log.
+// not a loopback one) go to log. When ctx ends, the server stops, the
+// running tool calls are cancelled (their commands killed), and ServeHTTP
+// returns once they have returned.
 func ServeHTTP(ctx context.Context, cfg Config, addr, token string, log io.Writer) error {
+	cfg.stop = &stopper{ctx: ctx}
 	h, err := Handler(cfg)
 	if err != nil {
 		return err
@@ -195,7 +198,11 @@ func ServeHTTP(ctx context.Context, cfg Config, addr, token string, log io.Write
 		fmt.Fprintf(log, "hutch: note: %s is reachable from other machines and the transport has no TLS: the token and every call cross the network in clear text; put a TLS proxy in front or bind 127.0.0.1\n", ln.Addr())
 	}
 	fmt.Fprintf(log, "hutch: serving MCP on http://%s/\n", ln.Addr())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err = srv.Serve(ln)
+	if ctx.Err() != nil {
+		cfg.stop.wait() // the calls running end with ctx
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -44,6 +44,39 @@ type Config struct {
 	// Notes are what the sandbox cannot enforce of what was asked (from
 	// Open), for the operator to read; the server itself ignores them.
 	Notes []string
+
+	stop *stopper // set by ServeStdio and ServeHTTP: calls end when they stop
+}
+
+// stopper ends the tool calls of a server that stops, and waits for them:
+// each call's context ends with ctx, and wait returns once every call has
+// returned (so the commands it ran have ended).
+type stopper struct {
+	ctx context.Context
+	mu  sync.Mutex // held by wait: no start adds to wg while it waits
+	wg  sync.WaitGroup
+}
+
+// start ties a call's context to s; done must follow. It reports false,
+// and starts nothing, once s's context has ended.
+func (s *stopper) start(ctx context.Context) (_ context.Context, done func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return ctx, nil, false
+	}
+	s.wg.Add(1)
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+	return ctx, func() { unhook(); cancel(nil); s.wg.Done() }, true
+}
+
+// wait returns once every call started has returned; call it after s's
+// context has ended.
+func (s *stopper) wait() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wg.Wait()
 }
 
 // New returns an MCP server with hutch's tools, for one session (stdio) or
@@ -63,7 +96,7 @@ func New(cfg Config) (*mcp.Server, error) {
 	})
 	calls := make(chan struct{}, MaxCallsInFlight)
 	for _, t := range ts.Tools() {
-		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(ts, t.Name, cfg.StorePath, calls))
+		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(ts, t.Name, cfg.StorePath, calls, cfg.stop))
 	}
 	return srv, nil
 }
@@ -95,8 +128,16 @@ func instructions(o tool.Options) string {
 	return strings.Join(parts, "\n")
 }
 
-func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}) mcp.ToolHandler {
+func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}, stop *stopper) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		if stop != nil {
+			var done func()
+			var ok bool
+			if ctx, done, ok = stop.start(ctx); !ok {
+				return nil, errors.New("the server is stopping")
+			}
+			defer done()
+		}
 		select {
 		case calls <- struct{}{}:
 			defer func() { <-calls }()
@@ -337,13 +378,20 @@ func readAnswer(state string, resp mcp.InputResponse) (answer, error) {
 }
 
 // ServeStdio serves one session on standard input and output until the
-// client disconnects or ctx ends.
+// client disconnects or ctx ends. When ctx ends, the running tool calls
+// are cancelled (their commands killed) and ServeStdio returns once they
+// have returned, with ctx's error.
 func ServeStdio(ctx context.Context, cfg Config) error {
+	cfg.stop = &stopper{ctx: ctx}
 	srv, err := New(cfg)
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, StdioTransport())
+	err = srv.Run(ctx, StdioTransport())
+	if ctx.Err() != nil {
+		cfg.stop.wait()
+	}
+	return err
 }
 
 // Handler serves the streamable HTTP transport; each session gets its own

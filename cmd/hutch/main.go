@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
 	_ "github.com/hutchsandbox/hutch/internal/prefault"
@@ -59,7 +60,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	err := root.ExecuteContext(ctx)
 	var ee exitError
@@ -71,6 +72,28 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "hutch: "+oneLine(err.Error()))
 	return exitUsage
+}
+
+// stopSignal is the cause of the context hutch's commands run in when a
+// SIGINT or SIGTERM ended it.
+type stopSignal struct{ sig syscall.Signal }
+
+func (s stopSignal) Error() string { return "stopped by " + unix.SignalName(s.sig) }
+
+// signalContext returns a context that SIGINT or SIGTERM ends, with a
+// stopSignal as its cause; stop releases it.
+func signalContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(stopSignal{s.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
 }
 
 // oneLine folds s to one line for the error hutch prints: runs of white

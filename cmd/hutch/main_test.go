@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -187,13 +186,8 @@ func TestRunKilledBySignal(t *testing.T) {
 func waitForProcess(t *testing.T, marker string) int {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err == nil && bytes.Contains(b, []byte(marker)) {
-				pid, _ := strconv.Atoi(e.Name())
-				return pid
-			}
+		if pid := testenv.FindProcess(marker); pid != 0 {
+			return pid
 		}
 	}
 	t.Fatalf("process %s never appeared", marker)

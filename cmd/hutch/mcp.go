@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -137,7 +138,21 @@ func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer closeAll()
+	err = serveOpen(ctx, cfg, s, token, tokenNote, logw)
+	closeAll()
+	// SIGINT or SIGTERM is a clean stop, said on one line once the calls
+	// running have ended (their commands killed) and the sandbox is closed.
+	var stop stopSignal
+	if errors.As(context.Cause(ctx), &stop) {
+		fmt.Fprintf(logw, "hutch: mcp: %v\n", stop)
+		return nil
+	}
+	return err
+}
+
+// serveOpen serves cfg, made from s, on stdio or HTTP until the client
+// goes away (stdio) or ctx ends.
+func serveOpen(ctx context.Context, cfg mcpserver.Config, s mcpserver.Settings, token, tokenNote string, logw io.Writer) error {
 	for _, n := range cfg.Notes {
 		fmt.Fprintln(logw, "hutch: note: "+n)
 	}

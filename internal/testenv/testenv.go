@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,30 @@ func InChild(t *testing.T, setup string) bool {
 		t.Fatalf("the test in a child after %q: %v\n%s", setup, err, out)
 	}
 	return false
+}
+
+// FindProcess returns the pid of a process whose command line holds
+// marker (a test gives its command a unique argument), or 0 when there is
+// none.
+func FindProcess(marker string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), marker) {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	return 0
+}
+
+// Alive reports whether pid is a process that has not exited; a zombie
+// waiting for its parent to reap it has exited.
+func Alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return rest != "" && rest[0] != 'Z'
 }
