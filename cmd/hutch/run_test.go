@@ -1,9 +1,16 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -18,4 +25,154 @@ func TestRunHelpStatesTheDefaultLimits(t *testing.T) {
 			t.Errorf("run --help: exit %d, lacks %q:\n%s", code, want, out)
 		}
 	}
+}
+
+// sandboxGroupParents are the directories where this process's sandboxes
+// make their memory and pids groups (what it inherits, its children do
+// too): v1's per controller, or v2's one.
+func sandboxGroupParents(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			if c == "memory" || c == "pids" {
+				dirs = append(dirs, filepath.Join("/sys/fs/cgroup", c, f[2]))
+			}
+		}
+		if f[0] == "0" && f[1] == "" {
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+				dirs = append(dirs, filepath.Join("/sys/fs/cgroup", f[2]))
+			}
+		}
+	}
+	return dirs
+}
+
+// sandboxGroups are the hutch groups in dirs.
+func sandboxGroups(dirs []string) map[string]bool {
+	m := map[string]bool{}
+	for _, d := range dirs {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "hutch-") {
+				m[filepath.Join(d, e.Name())] = true
+			}
+		}
+	}
+	return m
+}
+
+// killTree kills pid and every process below it with SIGKILL, and reaps c.
+func killTree(c *exec.Cmd) {
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); err == nil && i > 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+				p, _ := strconv.Atoi(e.Name())
+				parent[p], _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	var kill func(int)
+	kill = func(p int) {
+		_ = syscall.Kill(p, syscall.SIGSTOP) // no new children meanwhile
+		for c, pp := range parent {
+			if pp == p {
+				kill(c)
+			}
+		}
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	kill(c.Process.Pid)
+	_ = c.Wait()
+}
+
+// A hutch killed with SIGKILL never removed its sandbox's memory and pids
+// groups: they stayed forever, one pair per run, since the default policy
+// has limits. Every sandbox now first removes the empty groups of hutch
+// processes that are gone, and only those: a running sandbox's stay.
+func TestRunKilledLeavesNoCgroupBehind(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Missing(t, "cgroups need root")
+	}
+	dirs := sandboxGroupParents(t)
+	if len(dirs) == 0 {
+		testenv.Missing(t, "no memory or pids cgroup here")
+	}
+	start := func(t *testing.T) (*exec.Cmd, []string) {
+		t.Helper()
+		before := sandboxGroups(dirs)
+		c := exec.Command(os.Args[0], "-test.run=^$")
+		c.Env = append(os.Environ(), "HUTCH_REVIEW5_ARGS="+strings.Join([]string{"run", "--pids", "32", "--memory", "128M", "--", "sleep", "100"}, "\x1f"))
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var made []string
+		t.Cleanup(func() {
+			killTree(c)
+			time.Sleep(100 * time.Millisecond) // its processes leave the groups
+			for _, g := range made {
+				sweepForTest(g)
+			}
+		})
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			made = nil
+			for g := range sandboxGroups(dirs) {
+				if !before[g] {
+					made = append(made, g)
+				}
+			}
+			if len(made) == len(dirs) {
+				return c, made
+			}
+		}
+		t.Fatal("hutch run made no groups within 10 s")
+		return nil, nil
+	}
+	killed, leaked := start(t)
+	_, running := start(t)
+	killTree(killed)
+	// The killed sandbox's processes leave its groups.
+	for _, g := range leaked {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if procs, err := os.ReadFile(filepath.Join(g, "cgroup.procs")); err != nil || len(procs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("processes still in %s 10 s after the kill", g)
+			}
+		}
+	}
+	if code, out := review5Run(t, t.TempDir(), "run", "--pids", "32", "--memory", "128M", "--", "true"); code != 0 {
+		t.Fatalf("hutch run true: exit %d: %s", code, out)
+	}
+	for _, g := range leaked {
+		if _, err := os.Stat(g); err == nil {
+			t.Errorf("the killed hutch's group %s is still there after the next sandbox", g)
+			sweepForTest(g)
+		}
+	}
+	for _, g := range running {
+		if _, err := os.Stat(g); err != nil {
+			t.Errorf("a running sandbox's group %s was removed: %v", g, err)
+		}
+	}
+}
+
+// sweepForTest removes a group a test leaked, its subgroups first.
+func sweepForTest(g string) {
+	for _, sub := range []string{"cmd", "hutch"} {
+		_ = os.Remove(filepath.Join(g, sub))
+	}
+	_ = os.Remove(g)
 }

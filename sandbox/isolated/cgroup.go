@@ -1,14 +1,18 @@
 package isolated
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
@@ -57,14 +61,14 @@ func newCgroup(l policy.Limits) (*cgroup, error) {
 	if l.Memory == 0 && l.Processes == 0 {
 		return nil, nil
 	}
-	id := make([]byte, 6)
-	_, _ = rand.Read(id)
-	name := "hutch-" + hex.EncodeToString(id)
+	name := groupName()
 	cg := &cgroup{dirs: map[string]string{}}
 	if ctrl, err := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil &&
 		strings.Contains(string(ctrl), "memory") && strings.Contains(string(ctrl), "pids") {
 		cg.v2 = true
-		dir := filepath.Join(cgroupRoot, ownCgroup(""), name)
+		parent := filepath.Join(cgroupRoot, ownCgroup(""))
+		sweepGroups(parent)
+		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating cgroup: %w", err)
 		}
@@ -74,7 +78,9 @@ func newCgroup(l policy.Limits) (*cgroup, error) {
 			if _, err := os.Stat(filepath.Join(cgroupRoot, c, "cgroup.procs")); err != nil {
 				continue
 			}
-			dir := filepath.Join(cgroupRoot, c, ownCgroup(c), name)
+			parent := filepath.Join(cgroupRoot, c, ownCgroup(c))
+			sweepGroups(parent)
+			dir := filepath.Join(parent, name)
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				cg.remove()
 				return nil, fmt.Errorf("creating %s cgroup: %w", c, err)
@@ -262,5 +268,110 @@ func (cg *cgroup) remove() {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// A sandbox's groups outlive a hutch killed with SIGKILL (it never gets
+// to remove them). So every group's name says who made it: the creating
+// process's PID namespace, PID and start time (which tells a PID reused
+// since from the same process), then random digits. Before a sandbox
+// makes its groups, sweepGroups removes the groups of its parent whose
+// creator is gone. Only the creator ever moves a process into a group it
+// made, so once it is dead no one is between making a group and filling
+// it, and the kernel removes a group only while no process is in it: a
+// group whose sandbox still runs stays. A group made in another PID
+// namespace, whose creator this process cannot look up, is left alone,
+// as is every name not of this exact form.
+
+// groupOwner identifies the process that made a group.
+type groupOwner struct {
+	ns, pid, start uint64 // PID namespace inode, PID, start time in clock ticks
+}
+
+// groupNameRE is the exact form of groupName's names.
+var groupNameRE = regexp.MustCompile(`^hutch-([0-9]+)-([0-9]+)-([0-9]+)-[0-9a-f]{12}$`)
+
+// selfOwner is this process as a group's creator.
+var selfOwner = sync.OnceValue(func() groupOwner {
+	o := groupOwner{pid: uint64(os.Getpid())}
+	if fi, err := os.Stat("/proc/self/ns/pid"); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			o.ns = st.Ino
+		}
+	}
+	o.start, _ = processStart(int(o.pid))
+	return o
+})
+
+// groupName is the name of a new sandbox's groups.
+func groupName() string {
+	id := make([]byte, 6)
+	_, _ = rand.Read(id)
+	o := selfOwner()
+	return fmt.Sprintf("hutch-%d-%d-%d-%s", o.ns, o.pid, o.start, hex.EncodeToString(id))
+}
+
+// processStart is pid's start time, in clock ticks after boot (field 22
+// of /proc/PID/stat).
+func processStart(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')') // the command may hold anything
+	if i < 0 {
+		return 0, errors.New("no command in /proc/PID/stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, errors.New("short /proc/PID/stat")
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// ownerGone reports whether name is a group of groupName's form whose
+// creator, in this process's PID namespace, is no longer running.
+func ownerGone(name string) bool {
+	m := groupNameRE.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	var o groupOwner
+	for i, p := range []*uint64{&o.ns, &o.pid, &o.start} {
+		v, err := strconv.ParseUint(m[i+1], 10, 64)
+		if err != nil {
+			return false
+		}
+		*p = v
+	}
+	self := selfOwner()
+	if o.ns == 0 || o.ns != self.ns || o == self || o.pid > 1<<22 {
+		return false
+	}
+	start, err := processStart(int(o.pid))
+	if errors.Is(err, os.ErrNotExist) {
+		return true // no such process
+	}
+	return err == nil && start != o.start // its PID is another process's now
+}
+
+// sweepGroups removes the groups below parent whose creator is gone (see
+// above) and that hold no process: their subgroups first, then the
+// group. Whatever the kernel refuses to remove (a process still in it)
+// stays for a later sweep.
+func sweepGroups(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !ownerGone(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		for _, sub := range []string{cmdGroup, hutchGroup} {
+			_ = os.Remove(filepath.Join(dir, sub))
+		}
+		_ = os.Remove(dir)
 	}
 }
