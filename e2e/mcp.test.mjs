@@ -76,6 +76,24 @@ describe('hutch mcp', () => {
     assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' });
   });
 
+  test('stdio: a malformed line gets an error reply, and the session and a running call go on', T, async (t) => {
+    const { root } = tempRoot(t);
+    const s = await connect(t, ['--tier', 'local', '--root', root, '--mode', 'auto']);
+    const errors = [];
+    s.client.onerror = (err) => errors.push(err);
+    const running = call(s.client, 'shell', { command: 'sleep 1; echo done' });
+    // The official client never sends a broken line: write one past it.
+    s.transport._process.stdin.write('{"jsonrpc":"2.0","id":99,"method":\n');
+    await s.client.ping();
+    assert.match(text(ok(await running, 'shell')), /done/);
+    assert.ok(s.transport.pid && process.kill(s.transport.pid, 0), 'the server is still running');
+    // JSON-RPC 2.0 answers a line it cannot parse with "id": null; this
+    // client's schema wants a string or number id, so it reports the reply
+    // to onerror, once, and goes on.
+    assert.equal(errors.length, 1, `client errors: ${errors.map(String).join('; ')}`);
+    assert.doesNotMatch(s.stderr(), /unmarshaling|hutch: /, `server stderr: ${s.stderr()}`);
+  });
+
   test('tools/list: read_only offers only read_file and glob', T, async (t) => {
     const { root } = tempRoot(t);
     const { client } = await connect(t, ['--tier', 'local', '--root', root, '--mode', 'read_only']);
