@@ -138,6 +138,7 @@ func TestMCPStopsOnSignal(t *testing.T) {
 		{"virtual SIGTERM", syscall.SIGTERM, []string{"--tier", "virtual"}, false},
 		{"virtual SIGINT", syscall.SIGINT, []string{"--tier", "virtual"}, false},
 		{"local SIGTERM during a shell call", syscall.SIGTERM, []string{"--tier", "local", "--root", dir, "--mode", "auto"}, true},
+		{"isolated SIGTERM during a shell call", syscall.SIGTERM, []string{"--tier", "isolated", "--root", dir, "--mode", "auto"}, true},
 		{"http SIGTERM", syscall.SIGTERM, []string{"--tier", "virtual", "--http", "127.0.0.1:0", "--http-no-auth"}, false},
 	}
 	for i, tc := range cases {
@@ -148,8 +149,10 @@ func TestMCPStopsOnSignal(t *testing.T) {
 				c.send(mcpInit)
 				c.read(t)
 			} else {
-				for !strings.Contains(c.stderr.String(), "serving MCP") {
-					time.Sleep(20 * time.Millisecond)
+				for deadline := time.Now().Add(10 * time.Second); !strings.Contains(c.stderr.String(), "serving MCP"); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("hutch mcp --http did not start: %q", c.stderr.String())
+					}
 				}
 			}
 			if tc.shell {
