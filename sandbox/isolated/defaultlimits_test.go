@@ -69,14 +69,17 @@ func TestDefaultPolicyBoundsProcessesAndMemory(t *testing.T) {
 		if !pidsHeld {
 			t.Fatal("no default process limit holds the sandbox: not setting off a fork bomb on the host")
 		}
-		// The suite's bomb, from perl, which needs no fork to wait and
-		// then kill it: five seconds of it, then every process of the
-		// sandbox but PID 1 and perl is killed. The marker names its
-		// shells, which must all be gone afterwards.
+		// The suite's bomb, from perl, which waits until its own probe
+		// fork is refused (the limit is reached: on a loaded machine that
+		// takes longer than any fixed wait), at most 50 seconds, then
+		// kills every process of the sandbox but PID 1 and perl. The
+		// marker names its shells, which must all be gone afterwards.
 		marker := fmt.Sprintf("bomb-%d", time.Now().UnixNano())
 		bomb := "f() { f | f & }; f # " + marker
 		r := e.runWith(t, e.pol, sandbox.Command{Args: []string{"perl", "-e",
-			`defined(my $p = fork) or die "fork: $!"; if ($p == 0) { exec "/bin/sh", "-c", $ARGV[0]; exit 127 } sleep 5; kill 9, -1; print "stopped\n"`, bomb},
+			`defined(my $p = fork) or die "fork: $!"; if ($p == 0) { exec "/bin/sh", "-c", $ARGV[0]; exit 127 } ` +
+				`for (1 .. 500) { select(undef, undef, undef, 0.1); my $q = fork; last unless defined $q; if ($q == 0) { exit 0 } waitpid($q, 0) } ` +
+				`kill 9, -1; print "stopped\n"`, bomb},
 			Timeout: 60 * time.Second})
 		refused := strings.Contains(string(r.Stderr), "Cannot fork") || strings.Contains(string(r.Stderr), "fork failed")
 		switch {
