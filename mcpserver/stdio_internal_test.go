@@ -79,3 +79,44 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeLine: any line is either delivered as messages or answered,
+// and every reply is one line of JSON with an error code.
+func FuzzDecodeLine(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"method":`, `{garbage`,
+		`{"foo":1}`, `[]`, `123`, `"hello"`, `{"jsonrpc":"1.0","id":1,"method":"p"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"p"}`, `[1,{"jsonrpc":"2.0","id":3,"method":"p"}]`,
+		`{"jsonrpc":"2.0","id":9,"error":"x"}`, `{"jsonrpc":"2.0","result":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || bytes.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		var out bytes.Buffer
+		c := &lineConn{out: &out}
+		msgs := c.decodeLine(line)
+		replies := bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))
+		if out.Len() == 0 {
+			replies = nil
+		}
+		if len(msgs) == 0 && len(replies) == 0 {
+			t.Fatalf("%q: neither delivered nor answered", line)
+		}
+		for _, r := range replies {
+			var m struct {
+				ID    any `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(r, &m); err != nil || (m.Error.Code != jsonrpc.CodeParseError && m.Error.Code != jsonrpc.CodeInvalidRequest) || m.Error.Message == "" {
+				t.Fatalf("%q: reply %q (%v)", line, r, err)
+			}
+		}
+	})
+}
