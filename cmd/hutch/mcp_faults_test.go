@@ -126,12 +126,13 @@ func TestMCPStdioMalformedLines(t *testing.T) {
 }
 
 // SIGTERM or SIGINT stops "hutch mcp" cleanly: exit 0, one line saying
-// why, after the running command was killed.
+// why, after the running command was killed. A client closing stdin (sig
+// 0 here) ends it the same way, without the line.
 func TestMCPStopsOnSignal(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
 		name  string
-		sig   syscall.Signal
+		sig   syscall.Signal // 0: close stdin
 		args  []string
 		shell bool // a shell call runs when the signal comes
 	}{
@@ -139,6 +140,7 @@ func TestMCPStopsOnSignal(t *testing.T) {
 		{"virtual SIGINT", syscall.SIGINT, []string{"--tier", "virtual"}, false},
 		{"local SIGTERM during a shell call", syscall.SIGTERM, []string{"--tier", "local", "--root", dir, "--mode", "auto"}, true},
 		{"isolated SIGTERM during a shell call", syscall.SIGTERM, []string{"--tier", "isolated", "--root", dir, "--mode", "auto"}, true},
+		{"local EOF during a shell call", 0, []string{"--tier", "local", "--root", dir, "--mode", "auto"}, true},
 		{"http SIGTERM", syscall.SIGTERM, []string{"--tier", "virtual", "--http", "127.0.0.1:0", "--http-no-auth"}, false},
 	}
 	for i, tc := range cases {
@@ -161,12 +163,15 @@ func TestMCPStopsOnSignal(t *testing.T) {
 					`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep `+marker+`; echo done"}}}`)
 				pid = waitForProcess(t, marker)
 			}
-			if err := c.cmd.Process.Signal(tc.sig); err != nil {
+			want, stops := "hutch: mcp: stopped by "+map[syscall.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[tc.sig]+"\n", 1
+			if tc.sig == 0 {
+				c.in.Close()
+				want, stops = "", 0
+			} else if err := c.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
 			code := c.wait(t, 10*time.Second)
-			want := "hutch: mcp: stopped by " + map[syscall.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[tc.sig] + "\n"
-			if errs := c.stderr.String(); code != 0 || !strings.HasSuffix(errs, want) || strings.Count(errs, "stopped") != 1 {
+			if errs := c.stderr.String(); code != 0 || !strings.HasSuffix(errs, want) || strings.Count(errs, "stopped") != stops {
 				t.Errorf("exit %d, stderr %q; want 0 and %q", code, errs, want)
 			}
 			if pid != 0 && testenv.Alive(pid) {
