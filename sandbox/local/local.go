@@ -44,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -65,6 +66,8 @@ type Sandbox struct {
 	prober  sandbox.Prober
 	closeMu sync.RWMutex
 	closed  bool
+	sweptMu sync.Mutex
+	swept   map[string]bool // directories sweepTemps has swept (sweepOnce)
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
@@ -386,17 +389,8 @@ func (s *Sandbox) write(ctx context.Context, p string, r io.Reader, size, limit 
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return mapErr("write", p, err)
 	}
-	tmp := tmpPrefix + randomSuffix() + tmpSuffix
-	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return mapErr("write", p, err)
-	}
-	err = writeSynced(f, r, limit, mode)
-	if err == nil {
-		err = d.Rename(tmp, base)
-	}
-	if err != nil {
-		_ = d.Remove(tmp)
+	s.sweepOnce(dir, d)
+	if err := replace(d, base, r, limit, mode); err != nil {
 		if errors.Is(err, errOverLimit) {
 			return sandbox.PathError("write", p, fmt.Errorf("more than the %d byte limit: %w", limit, sandbox.ErrTooLarge))
 		}
@@ -405,9 +399,72 @@ func (s *Sandbox) write(ctx context.Context, p string, r io.Reader, size, limit 
 	return nil
 }
 
-// writeSynced copies at most limit bytes of r to f (errOverLimit when r
-// has more), sets mode, syncs and closes f.
-func writeSynced(f *os.File, r io.Reader, limit int64, mode fs.FileMode) error {
+// replace puts a file holding r's content (at most limit bytes) with mode
+// at base in d, atomically: readers see the old file or the new, whole
+// and synced. The content goes to a file with no name (O_TMPFILE), so a
+// process killed while writing leaves nothing; once synced it is linked
+// in as a temporary name and renamed over base (a kill between the two
+// leaves that name, which sweepTemps removes later). Where the filesystem
+// has no unnamed files, the content goes to a named temporary file, as
+// where it cannot be linked (no /proc, no capability), copied from the
+// unnamed one.
+func replace(d *os.Root, base string, r io.Reader, limit int64, mode fs.FileMode) error {
+	tmp := tmpPrefix + randomSuffix() + tmpSuffix
+	anon, err := openTemp(d)
+	if err == nil {
+		defer anon.Close()
+		if err := copySynced(anon, r, limit, mode); err != nil {
+			return err
+		}
+		if linkTemp(d, anon, tmp) != nil {
+			if _, err := anon.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			return replaceNamed(d, base, tmp, anon, limit, mode)
+		}
+		return renameTemp(d, tmp, base)
+	}
+	return replaceNamed(d, base, tmp, r, limit, mode)
+}
+
+// openTemp and linkTemp are openAnon and linkAnon; tests make them fail,
+// as a filesystem without unnamed files (or a host without /proc) does.
+var (
+	openTemp = openAnon
+	linkTemp = linkAnon
+)
+
+// replaceNamed is replace through the temporary file tmp, made with a
+// name from the start.
+func replaceNamed(d *os.Root, base, tmp string, r io.Reader, limit int64, mode fs.FileMode) error {
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	err = copySynced(f, r, limit, mode)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = d.Remove(tmp)
+		return err
+	}
+	return renameTemp(d, tmp, base)
+}
+
+// renameTemp renames the temporary file tmp of d over base, and removes
+// it when that fails.
+func renameTemp(d *os.Root, tmp, base string) error {
+	err := d.Rename(tmp, base)
+	if err != nil {
+		_ = d.Remove(tmp)
+	}
+	return err
+}
+
+// copySynced copies at most limit bytes of r to f (errOverLimit when r
+// has more), sets mode and syncs f.
+func copySynced(f *os.File, r io.Reader, limit int64, mode fs.FileMode) error {
 	n, err := io.Copy(f, io.LimitReader(r, limit+1))
 	if err == nil && n > limit {
 		err = errOverLimit
@@ -418,10 +475,63 @@ func writeSynced(f *os.File, r io.Reader, limit int64, mode fs.FileMode) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	return err
+}
+
+// staleTemp is how old a temporary file of Write's must be before
+// sweepTemps takes it for a leftover: far longer than linking and
+// renaming one takes, so no write still under way loses its file.
+const staleTemp = time.Minute
+
+// sweptDirs bounds how many directories a sandbox remembers having swept;
+// past it, it forgets them all and sweeps each again once.
+const sweptDirs = 4096
+
+// sweepOnce sweeps d (the directory dir of the root) with sweepTemps the
+// first time this sandbox writes in it.
+func (s *Sandbox) sweepOnce(dir string, d *os.Root) {
+	s.sweptMu.Lock()
+	if s.swept[dir] {
+		s.sweptMu.Unlock()
+		return
+	}
+	if s.swept == nil || len(s.swept) >= sweptDirs {
+		s.swept = map[string]bool{}
+	}
+	s.swept[dir] = true
+	s.sweptMu.Unlock()
+	sweepTemps(d, time.Now().Add(-staleTemp))
+}
+
+// sweepTemps removes the leftovers of writes that were killed: regular
+// files of d named exactly as Write names its temporary files (isTemp),
+// owned by this process's user and last changed before cutoff. Nothing
+// else is touched. The directory is read a batch of names at a time.
+func sweepTemps(d *os.Root, cutoff time.Time) {
+	dir, err := d.Open(".")
+	if err != nil {
+		return
+	}
+	defer dir.Close()
+	uid := os.Geteuid()
+	for {
+		ents, err := dir.ReadDir(256)
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !isTemp(e.Name()) {
+				continue
+			}
+			fi, err := d.Lstat(e.Name())
+			if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(cutoff) {
+				continue
+			}
+			if owner, ok := fileOwner(fi); ok && owner == uid {
+				_ = d.Remove(e.Name())
+			}
+		}
+		if err != nil {
+			return // io.EOF: all read
+		}
+	}
 }
 
 // followLinks resolves the symbolic links in rel the way the kernel would:
