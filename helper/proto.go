@@ -60,6 +60,10 @@ type Response struct {
 	// Done, from a runner or a container helper's reaper, says it takes no
 	// further command.
 	Done bool `json:"done,omitempty"`
+	// Taken, from a runner, says it has the command and starts it now:
+	// its answer follows. A runner gone before it said so never started
+	// the command.
+	Taken bool `json:"taken,omitempty"`
 	// Quoted, on the wire only, says Info.Path is in Go's quoted form (see
 	// quoteWords).
 	Quoted bool `json:"quoted,omitempty"`

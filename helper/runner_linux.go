@@ -71,6 +71,9 @@ func runnerMain() int {
 		if err != nil {
 			return 0 // the init let go of this runner
 		}
+		if err := conn.Send(Response{ID: r.ID, Taken: true}); err != nil {
+			return 0
+		}
 		res := runOne(job, r, passed)
 		res.Done = retiring(job)
 		if err := conn.Send(res); err != nil || res.Done {
@@ -346,22 +349,27 @@ const (
 // further use; it has then also been reaped. The caller keeps its copies
 // of the streams: a command that was not taken goes elsewhere with them.
 //
-// A send that fails never reached the runner (a message of the socket
-// pair arrives whole or not at all): when the runner is gone (EPIPE, its
-// end closed: it was killed while idle) the outcome is lost, and
-// otherwise the runner is still there and idle, and the error is the
-// answer. Once the request is sent, the runner may have started the
-// command, so its death before answering is interrupted.
+// The runner says it has taken the command before it starts it. A send
+// that fails never reached the runner (a message of the socket pair
+// arrives whole or not at all): when the runner is gone (EPIPE, its end
+// closed) the outcome is lost, as when it goes before saying it took the
+// command (killed while idle, or while dying); any other send error
+// leaves the runner idle, and is the answer. A runner that goes after it
+// took the command may have started it: interrupted.
 func (r *runner) run(id uint64, job *Job, passed []*os.File) (res Response, out runOutcome) {
-	out = interrupted
+	out = lost
 	if err := r.conn.Send(Request{ID: id, Op: "exec", Job: job}, passed...); err != nil {
 		if !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
 			res.Err = ToWire(fmt.Errorf("handing the command to the runner: %w", err))
 			return res, answered
 		}
-		out = lost
-	} else if _, err := r.conn.Recv(&res); err == nil {
-		return res, answered
+	} else if _, err := r.conn.Recv(&res); err == nil && res.Taken {
+		out = interrupted
+		if _, err := r.conn.Recv(&res); err == nil {
+			return res, answered
+		}
+	} else if err == nil {
+		return res, answered // an answer without taking it: the runner refused the request
 	}
 	r.discard()
 	if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() && ws.ExitStatus() == runnerRetired {

@@ -164,6 +164,11 @@ func TestKilledRunnerIsNeverAResultOfTheCommand(t *testing.T) {
 		kill(t, runner(t))
 		echo(t)
 		echo(t)
+		// And with the command sent while the runner is still dying.
+		for range 3 {
+			_ = syscall.Kill(runner(t), syscall.SIGKILL)
+			echo(t)
+		}
 	})
 	t.Run("killed during a command", func(t *testing.T) {
 		pid := runner(t)
