@@ -766,6 +766,21 @@ func readProc(pid int) (proc, bool) {
 	return parseStat(pid, b)
 }
 
+// ProcessStart is pid's start time, in clock ticks after boot (field 22
+// of /proc/PID/stat), which tells a process from a later one given the
+// same PID. The error wraps fs.ErrNotExist when there is no such process.
+func ProcessStart(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	p, ok := parseStat(pid, b)
+	if !ok {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected contents", pid)
+	}
+	return p.start, nil
+}
+
 // parseStat reads the fields after the command name, which may itself
 // hold spaces and parentheses: state (3), ppid (4), starttime (22).
 func parseStat(pid int, b []byte) (proc, bool) {

@@ -26,6 +26,9 @@ var quotaSysctls = []string{"max_inotify_instances", "max_inotify_watches", "max
 const (
 	defaultMsgQueue = 819200  // bytes; MQ_BYTES_MAX
 	defaultMemLock  = 8 << 20 // bytes; MLOCK_LIMIT
+	// defaultThreads stands for kernel.threads-max where it cannot be
+	// read (the kernel's own default for pending signals is that limit).
+	defaultThreads = 819200
 )
 
 // SandboxQuotas reads, on the host, the counts of the user namespace
@@ -58,7 +61,7 @@ func SandboxQuotas() Quotas {
 	q.MemLock = share(unix.RLIMIT_MEMLOCK, defaultMemLock)
 	// The kernel's own default for pending signals is the system's
 	// thread limit; an unlimited one here gets a quarter of that.
-	threads := uint64(defaultMsgQueue)
+	threads := uint64(defaultThreads)
 	if b, err := os.ReadFile("/proc/sys/kernel/threads-max"); err == nil {
 		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
 			threads = n

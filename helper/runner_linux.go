@@ -92,7 +92,9 @@ func runnerMain() int {
 
 // runnerRetired is the runner's exit status when it left, after answering,
 // because a command changed it: the command the init sent it next (if
-// any) never ran, and goes to a fresh runner.
+// any) never ran, and goes to a fresh runner. The init learns that from
+// the missing Taken, not from this status, which is for whoever reads a
+// runner's end.
 const runnerRetired = 3
 
 // droppedSignals are the signals dropSignals catches: every one the Go
@@ -340,8 +342,7 @@ type runOutcome int
 const (
 	answered    runOutcome = iota // the runner ran it and answered
 	interrupted                   // the runner went away mid-command (killed on timeout or cancel, or it died)
-	notTaken                      // the runner had retired: the command never ran
-	lost                          // the runner was gone before the command reached it: the command never ran
+	notTaken                      // the runner never said it took the command (it had retired, or was gone): the command never ran
 )
 
 // run hands one command to the runner and waits for its status. Unless
@@ -352,12 +353,13 @@ const (
 // The runner says it has taken the command before it starts it. A send
 // that fails never reached the runner (a message of the socket pair
 // arrives whole or not at all): when the runner is gone (EPIPE, its end
-// closed) the outcome is lost, as when it goes before saying it took the
-// command (killed while idle, or while dying); any other send error
+// closed) the outcome is notTaken, as when it goes before saying it took
+// the command (it had retired, or was killed while idle or dying); any
+// other send error
 // leaves the runner idle, and is the answer. A runner that goes after it
 // took the command may have started it: interrupted.
 func (r *runner) run(id uint64, job *Job, passed []*os.File) (res Response, out runOutcome) {
-	out = lost
+	out = notTaken
 	if err := r.conn.Send(Request{ID: id, Op: "exec", Job: job}, passed...); err != nil {
 		if !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
 			res.Err = ToWire(fmt.Errorf("handing the command to the runner: %w", err))
@@ -372,8 +374,5 @@ func (r *runner) run(id uint64, job *Job, passed []*os.File) (res Response, out 
 		return res, answered // an answer without taking it: the runner refused the request
 	}
 	r.discard()
-	if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Exited() && ws.ExitStatus() == runnerRetired {
-		return res, notTaken
-	}
 	return res, out
 }

@@ -295,16 +295,13 @@ func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.Fil
 	}
 	switch {
 	case outcome == notTaken && !killed:
-		// The runner had retired (a command changed it): a fresh one, or
-		// an exec helper, runs this command. The streams are untouched.
+		// The runner never took the command: it had retired (a command
+		// changed it) or died while idle (killed from outside). A fresh
+		// one, or an exec helper, runs this command; the streams are
+		// untouched.
 		if r2 := s.takeRunner(); r2 != nil {
 			return s.execInRunner(r2, req, job, passed, res)
 		}
-		return s.execHelper(req, *job, passed, res)
-	case outcome == lost && !killed:
-		// The runner died while idle (killed from outside): the command
-		// never reached it, and an exec helper runs it. The next command
-		// starts a fresh runner.
 		return s.execHelper(req, *job, passed, res)
 	case outcome == interrupted && !killed:
 		// Neither a timeout nor a cancel of ours: something else killed

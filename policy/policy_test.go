@@ -150,15 +150,8 @@ func TestNormalizeErrors(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	write("base.yaml", "write: [work]\nlimits:\n  memory: 256M\n")
+	write := fileWriter(t)
+	base := write("base.yaml", "write: [work]\nlimits:\n  memory: 256M\n")
 	p, err := policy.Load(write("p.yaml", `extends: base.yaml
 read: [/data]
 deny: [work/.git]
@@ -177,7 +170,7 @@ env:
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := filepath.Join(dir, "work")
+	w := filepath.Join(filepath.Dir(base), "work")
 	if !slices.Contains(p.Read, "/usr") || !slices.Contains(p.Read, "/data") || !slices.Equal(p.Write, []string{w}) ||
 		!slices.Equal(p.Deny, append(slices.Clone(policy.SystemSecrets), filepath.Join(w, ".git"))) || p.Network != policy.NetworkAll || p.Dir != w ||
 		p.Timeout != 5*time.Minute || p.Nice != 5 || p.Limits.Memory != 256<<20 || p.Limits.CPUTime != 10*time.Second ||
@@ -324,14 +317,7 @@ func TestUnlimitedLiftsALimit(t *testing.T) {
 			t.Errorf("%s: %+v extended by %+v = %+v; want processes %d, memory %d", c.name, c.p, c.q, got, c.wantP, c.wantM)
 		}
 	}
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t)
 	write("lifted.yaml", "limits: {processes: unlimited, memory: unlimited}\n")
 	for _, c := range []struct {
 		body  string
@@ -451,5 +437,19 @@ func TestParseProcessAndMemoryLimits(t *testing.T) {
 		if v, err := policy.ParseMemoryLimit(c.in); (err == nil) != c.ok || v != c.want || err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("ParseMemoryLimit(%q) = %d, %v; want %d, ok %v", c.in, v, err, c.want, c.ok)
 		}
+	}
+}
+
+// fileWriter returns a function that writes a file of body in a fresh
+// directory of t's and returns its path.
+func fileWriter(t *testing.T) func(name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	return func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }

@@ -1,7 +1,6 @@
 package isolated
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -299,7 +298,7 @@ var selfOwner = sync.OnceValue(func() groupOwner {
 			o.ns = st.Ino
 		}
 	}
-	o.start, _ = processStart(int(o.pid))
+	o.start, _ = helper.ProcessStart(int(o.pid))
 	return o
 })
 
@@ -309,24 +308,6 @@ func groupName() string {
 	_, _ = rand.Read(id)
 	o := selfOwner()
 	return fmt.Sprintf("hutch-%d-%d-%d-%s", o.ns, o.pid, o.start, hex.EncodeToString(id))
-}
-
-// processStart is pid's start time, in clock ticks after boot (field 22
-// of /proc/PID/stat).
-func processStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')') // the command may hold anything
-	if i < 0 {
-		return 0, errors.New("no command in /proc/PID/stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, errors.New("short /proc/PID/stat")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
 }
 
 // ownerGone reports whether name is a group of groupName's form whose
@@ -348,7 +329,7 @@ func ownerGone(name string) bool {
 	if o.ns == 0 || o.ns != self.ns || o == self || o.pid > 1<<22 {
 		return false
 	}
-	start, err := processStart(int(o.pid))
+	start, err := helper.ProcessStart(int(o.pid))
 	if errors.Is(err, os.ErrNotExist) {
 		return true // no such process
 	}
