@@ -2,12 +2,11 @@ package permission
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // An expired decision leaves exactly one open key (the new request's); the
@@ -53,15 +52,21 @@ func TestReview12ExpiryBookkeeping(t *testing.T) {
 		t.Errorf("new request: %+v", nw)
 	}
 	key, _ := RequestKey(req)
-	_ = s.view(ctx, func(tx *bolt.Tx) error {
+	_ = s.view(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.Query(`SELECT key, id FROM open_keys`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
 		n := 0
-		_ = tx.Bucket(bucketOpen).ForEach(func(k, v []byte) error {
+		for rows.Next() {
+			var k, v string
+			_ = rows.Scan(&k, &v)
 			n++
-			if string(k) != key || string(v) != id3 {
+			if k != key || v != id3 {
 				t.Errorf("open %s -> %s", k, v)
 			}
-			return nil
-		})
+		}
 		if n != 1 {
 			t.Errorf("%d open keys, want 1", n)
 		}

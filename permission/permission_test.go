@@ -437,7 +437,7 @@ func TestOpenStoreNotAStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := permission.OpenStore(path)
-	if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "move it aside or give another --store") {
+	if !errors.Is(err, sandbox.ErrConfig) || !errors.Is(err, permission.ErrStoreDamaged) || !strings.Contains(err.Error(), "give another --store") {
 		t.Fatalf("OpenStore of a text file: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,9 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -87,18 +85,23 @@ var ErrNoApproval = errors.New("no such approval request")
 // ErrDecided: the request was already decided.
 var ErrDecided = errors.New("approval request already decided")
 
-var (
-	bucketByID = []byte("approvals")
-	bucketOpen = []byte("open") // key -> id of the one undecided or unclaimed request
-)
-
-// Store keeps approval requests in an embedded database file (bbolt). Each
-// operation opens the file, runs one transaction and closes it, so several
-// processes (an MCP server and "hutch approvals approve") can share it; a
-// restart loses nothing. It is safe for concurrent use.
+// Store keeps approval requests in an SQLite database file (modernc.org/sqlite,
+// pure Go, rollback journal, no memory map). Each operation opens the
+// file, runs one transaction and closes it, so several processes (an MCP
+// server and "hutch approvals approve") can share it, a restart loses
+// nothing, and a file moved aside is never written again. It is safe for
+// concurrent use; operations on one file in one process run one at a time.
+//
+// A damaged, replaced, emptied or missing file is an error naming the
+// file, what is wrong and the fix (ErrStoreDamaged), never a crash and
+// never a silent new store; a file another process keeps locked is
+// ErrStoreLocked after lockWait, naming that process where /proc/locks
+// does. What it does not do: detect a record rewritten into other valid
+// JSON (whoever may write the file may approve requests: CheckPrivate).
 type Store struct {
 	path string
 	ttl  time.Duration // 0: decisions never expire
+	turn chan struct{} // this process's turn at the file (storeTurn)
 }
 
 // SetDecisionTTL sets how long after it is made a decision covers its
@@ -113,78 +116,41 @@ func (s *Store) SetDecisionTTL(d time.Duration) error {
 	return nil
 }
 
-// lockWait bounds how long an operation waits for another process's
-// transaction.
-const lockWait = 10 * time.Second
-
-// OpenStore creates the database at path if needed and checks it can be
-// used. Errors match sandbox.ErrConfig.
+// OpenStore opens the store at path, creating it when no file is there,
+// and checks it is one (a hutch approval store, whole). Errors match
+// sandbox.ErrConfig, and also ErrStoreDamaged or ErrStoreLocked.
 func OpenStore(path string) (*Store, error) {
+	return openStore(path, true)
+}
+
+// OpenExistingStore is OpenStore for a store that must already exist (the
+// approving side): a mistyped path is an error, not a new empty store,
+// and nothing is written to open it, so it opens on a read-only
+// filesystem (List and Get read only; Decide writes).
+func OpenExistingStore(path string) (*Store, error) {
+	return openStore(path, false)
+}
+
+func openStore(path string, create bool) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: approval store path is empty", sandbox.ErrConfig)
 	}
-	if fi, err := os.Stat(path); err == nil {
-		// Whoever may write the store may approve the agent's requests;
-		// whoever may read it sees every command and content asked for.
-		if err := sandbox.CheckPrivate("approval store", path, fi); err != nil {
+	s := &Store{path: path, ttl: DefaultDecisionTTL, turn: storeTurn(path)}
+	if create {
+		if err := s.create(); err != nil {
 			return nil, err
 		}
 	}
-	s := &Store{path: path, ttl: DefaultDecisionTTL}
-	err := s.update(context.Background(), func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketByID, bucketOpen} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		hint := ""
-		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
-			hint = " (not a hutch approval store, or a damaged one: move it aside or give another --store)"
-		}
-		return nil, fmt.Errorf("%w: approval store %s: %v%s", sandbox.ErrConfig, path, err, hint)
+	// Every page read once: a damaged store is found when it is opened,
+	// not by a call that needs it later.
+	if err := s.view(context.Background(), func(tx *sql.Tx) error { return integrity(tx, "quick_check") }); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// OpenExistingStore is OpenStore for a store that must already exist (the
-// approving side): a mistyped path is an error, not a new empty store.
-func OpenExistingStore(path string) (*Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%w: approval store %s: %v (give the --store path the server uses)", sandbox.ErrConfig, path, errors.Unwrap(err))
-	}
-	return OpenStore(path)
-}
-
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
-
-func (s *Store) open(ctx context.Context, readOnly bool) (*bolt.DB, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return bolt.Open(s.path, 0o600, &bolt.Options{Timeout: lockWait, ReadOnly: readOnly})
-}
-
-func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
-	db, err := s.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return db.Update(fn)
-}
-
-func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
-	db, err := s.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return db.View(fn)
-}
 
 // RequestKey binds a request to its capability, tool, scope and arguments. The
 // arguments are canonicalized (object keys sorted, insignificant space
@@ -239,14 +205,19 @@ func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed 
 		return Approval{}, nil, err
 	}
 	args, _ := canonicalJSON(req.Args)
-	err = s.update(ctx, func(tx *bolt.Tx) error {
-		byID, open := tx.Bucket(bucketByID), tx.Bucket(bucketOpen)
-		if byID == nil || open == nil {
-			return errors.New("store is not initialized")
-		}
+	// The asking side makes the store again when its file is gone (moved
+	// aside after damage): an empty store approves nothing.
+	if err := s.create(); err != nil {
+		return Approval{}, nil, err
+	}
+	err = s.update(ctx, func(tx *sql.Tx) error {
 		now := time.Now().UTC()
-		if v := open.Get([]byte(key)); v != nil {
-			a, err := getApproval(byID, string(v))
+		id, err := openID(tx, key)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			a, err := getApproval(tx, id)
 			if err != nil {
 				return err
 			}
@@ -267,29 +238,36 @@ func (s *Store) claim(ctx context.Context, req Request) (found Approval, lapsed 
 			if !expired {
 				a.ClaimedAt = &now
 			}
-			if err := putApproval(byID, a); err != nil {
+			if err := putApproval(tx, a); err != nil {
 				return err
 			}
-			if err := open.Delete([]byte(key)); err != nil || !expired {
+			if _, err := tx.Exec(`DELETE FROM open_keys WHERE key = ?`, key); err != nil || !expired {
 				return err
 			}
 			// An expired decision covers nothing: the call asks anew.
 			lapsed = &decided
 		}
-		if open.Stats().KeyN >= MaxOpen && pendingCount(byID, open) >= MaxOpen {
+		if n, err := pendingCount(tx); err != nil {
+			return err
+		} else if n >= MaxOpen {
 			return ErrTooManyOpen
 		}
-		a := Approval{ID: newID(byID), Capability: req.Capability, Detail: Shorten(req.Detail, MaxAuditText), Tool: req.Tool,
+		newID, err := newID(tx)
+		if err != nil {
+			return err
+		}
+		a := Approval{ID: newID, Capability: req.Capability, Detail: Shorten(req.Detail, MaxAuditText), Tool: req.Tool,
 			Arguments: args, Scope: req.Scope, CreatedAt: now, Status: StatusPending, Key: key}
 		if len(args) > MaxStoredArguments {
 			a.Arguments, _ = json.Marshal(Shorten(string(args), MaxAuditText))
 			a.ArgumentsBytes = len(args)
 		}
 		found = a
-		if err := putApproval(byID, a); err != nil {
+		if err := putApproval(tx, a); err != nil {
 			return err
 		}
-		return open.Put([]byte(key), []byte(a.ID))
+		_, err = tx.Exec(`INSERT INTO open_keys (key, id) VALUES (?, ?)`, key, a.ID)
+		return err
 	})
 	if err != nil {
 		return Approval{}, nil, err
@@ -321,12 +299,8 @@ func (s *Store) DecideAs(ctx context.Context, id string, approve bool, by string
 		by = CurrentUser()
 	}
 	var out Approval
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		byID := tx.Bucket(bucketByID)
-		if byID == nil {
-			return ErrNoApproval
-		}
-		a, err := getApproval(byID, id)
+	err := s.update(ctx, func(tx *sql.Tx) error {
+		a, err := getApproval(tx, id)
 		if err != nil {
 			return err
 		}
@@ -340,7 +314,7 @@ func (s *Store) DecideAs(ctx context.Context, id string, approve bool, by string
 			a.Status = StatusApproved
 		}
 		out = a
-		return putApproval(byID, a)
+		return putApproval(tx, a)
 	})
 	return out, err
 }
@@ -355,86 +329,141 @@ func CurrentUser() string {
 	return "uid " + uid
 }
 
-// Get returns one request.
+// Get returns one request. It only reads the file.
 func (s *Store) Get(ctx context.Context, id string) (Approval, error) {
 	var out Approval
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		byID := tx.Bucket(bucketByID)
-		if byID == nil {
-			return ErrNoApproval
-		}
+	err := s.view(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = getApproval(byID, id)
+		out, err = getApproval(tx, id)
 		return err
 	})
 	return out, err
 }
 
 // List returns the requests with one of the given statuses (all when none
-// are given), oldest first.
+// are given), oldest first. It only reads the file.
 func (s *Store) List(ctx context.Context, statuses ...Status) ([]Approval, error) {
 	out := []Approval{}
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		byID := tx.Bucket(bucketByID)
-		if byID == nil {
-			return nil
-		}
-		return byID.ForEach(func(_, v []byte) error {
-			var a Approval
-			if err := json.Unmarshal(v, &a); err != nil {
-				return err
-			}
+	err := s.view(ctx, func(tx *sql.Tx) error {
+		return eachApproval(tx, func(a Approval) error {
 			if len(statuses) == 0 || slices.Contains(statuses, a.Status) {
 				out = append(out, a)
 			}
 			return nil
 		})
 	})
-	slices.SortFunc(out, func(a, b Approval) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(out, func(a, b Approval) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// eachApproval calls fn with every stored request, in no set order; a
+// record that does not decode is ErrRecordDamaged.
+func eachApproval(tx *sql.Tx, fn func(Approval) error) error {
+	rows, err := tx.Query(`SELECT id, record FROM approvals`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var v []byte
+		if err := rows.Scan(&id, &v); err != nil {
+			return err
+		}
+		a, err := decodeApproval(id, v)
+		if err != nil {
+			return err
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// openID is the id of key's open request ("" when none).
+func openID(tx *sql.Tx, key string) (string, error) {
+	var id string
+	err := tx.QueryRow(`SELECT id FROM open_keys WHERE key = ?`, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
 }
 
 // pendingCount counts the open requests still waiting for a person. Only
 // those count towards MaxOpen: a decided one waits for its call, and the
-// person who decided it has done what ErrTooManyOpen asks.
-func pendingCount(byID, open *bolt.Bucket) int {
+// person who decided it has done what ErrTooManyOpen asks. Below MaxOpen
+// open keys it does not look further.
+func pendingCount(tx *sql.Tx) (int, error) {
+	var open int
+	if err := tx.QueryRow(`SELECT count(*) FROM open_keys`).Scan(&open); err != nil || open < MaxOpen {
+		return open, err
+	}
+	rows, err := tx.Query(`SELECT o.id, a.record FROM open_keys o LEFT JOIN approvals a ON a.id = o.id`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
 	n := 0
-	_ = open.ForEach(func(_, id []byte) error {
-		if a, err := getApproval(byID, string(id)); err != nil || a.Status == StatusPending {
+	for rows.Next() {
+		var id string
+		var v []byte
+		if err := rows.Scan(&id, &v); err != nil {
+			return 0, err
+		}
+		if a, err := decodeApproval(id, v); err != nil || a.Status == StatusPending {
 			n++ // an unreadable one counts as waiting
 		}
-		return nil
-	})
-	return n
+	}
+	return n, rows.Err()
 }
 
-func getApproval(b *bolt.Bucket, id string) (Approval, error) {
-	v := b.Get([]byte(id))
-	if v == nil {
+func getApproval(tx *sql.Tx, id string) (Approval, error) {
+	var v []byte
+	err := tx.QueryRow(`SELECT record FROM approvals WHERE id = ?`, id).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Approval{}, fmt.Errorf("%w: %q", ErrNoApproval, id)
 	}
+	if err != nil {
+		return Approval{}, err
+	}
+	return decodeApproval(id, v)
+}
+
+// decodeApproval decodes request id's record, which must name id.
+func decodeApproval(id string, v []byte) (Approval, error) {
 	var a Approval
 	if err := json.Unmarshal(v, &a); err != nil {
-		return Approval{}, fmt.Errorf("approval %s is corrupt: %w", id, err)
+		return Approval{}, &recordError{id: id, err: err}
+	}
+	if a.ID != id {
+		return Approval{}, &recordError{id: id, err: fmt.Errorf("the record names request %q", a.ID)}
 	}
 	return a, nil
 }
 
-func putApproval(b *bolt.Bucket, a Approval) error {
+func putApproval(tx *sql.Tx, a Approval) error {
 	v, err := json.Marshal(a)
 	if err != nil {
 		return err
 	}
-	return b.Put([]byte(a.ID), v)
+	_, err = tx.Exec(`INSERT INTO approvals (id, record) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET record = excluded.record`, a.ID, v)
+	return err
 }
 
 // newID is a random, unused request id: 12 lowercase hex characters.
-func newID(b *bolt.Bucket) string {
+func newID(tx *sql.Tx) (string, error) {
 	for {
 		var r [6]byte
 		_, _ = rand.Read(r[:])
-		if id := hex.EncodeToString(r[:]); b.Get([]byte(id)) == nil {
-			return id
+		id := hex.EncodeToString(r[:])
+		var n int
+		if err := tx.QueryRow(`SELECT count(*) FROM approvals WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
+			return id, err
 		}
 	}
 }

@@ -95,6 +95,23 @@ func newApprovalsCmd() *cobra.Command {
 			},
 		}
 	}
-	c.AddCommand(list, decide("approve", "Approve one pending request", true), decide("deny", "Deny one pending request", false))
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Read the whole store and say whether it is whole (exit 0) or what is damaged",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := permission.OpenExistingStore(store)
+			if err != nil {
+				return err
+			}
+			n, open, err := s.Check(c.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "approval store %s is whole: %d requests, %d waiting for a decision or a call\n", s.Path(), n, open)
+			return nil
+		},
+	}
+	c.AddCommand(list, decide("approve", "Approve one pending request", true), decide("deny", "Deny one pending request", false), check)
 	return c
 }

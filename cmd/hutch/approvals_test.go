@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/permission"
 )
 
@@ -164,5 +167,118 @@ func TestMCPBadSettings(t *testing.T) {
 		if code != 125 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q (want 125 and %q on one line)", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// noCrash fails t when out holds a Go crash (a panic, a fault) rather
+// than hutch's one-line error.
+func noCrash(t *testing.T, what, out string) {
+	t.Helper()
+	for _, s := range []string{"panic", "goroutine ", "fatal error", "SIGBUS", "SIGSEGV"} {
+		if strings.Contains(out, s) {
+			t.Errorf("%s crashed: %s", what, out)
+			return
+		}
+	}
+}
+
+// In real processes: on a damaged store every approvals command and the
+// start of an approve-mode server exit 125 with one line naming the file
+// and what to do, never a Go crash; "approvals check" says the same of a
+// whole store with exit 0.
+func TestApprovalsCommandsOnDamagedStores(t *testing.T) {
+	for _, how := range testenv.Damages {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			store, _, ask := approveModeStore(t, dir)
+			var id string
+			for i := range 60 {
+				id = ask(fmt.Sprintf("echo %d %s", i, strings.Repeat("x", 300)))
+			}
+			if code, out := review5Run(t, dir, "approvals", "check", "--store", store); code != 0 || !strings.Contains(out, "is whole: 60 requests, 60 waiting") {
+				t.Errorf("check of a whole store: exit %d, %q", code, out)
+			}
+			testenv.DamageFile(t, store, how)
+			for _, args := range [][]string{
+				{"approvals", "list", "--store", store},
+				{"approvals", "check", "--store", store},
+				{"approvals", "approve", id, "--store", store},
+				{"mcp", "--tier", "virtual", "--mode", "approve", "--store", store},
+			} {
+				code, out := review5Run(t, dir, args...)
+				noCrash(t, args[1], out)
+				if code != 125 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, store+" is damaged: ") ||
+					!strings.Contains(out, "move") {
+					t.Errorf("%q: exit %d, %q; want 125 and one line naming the file, the damage and the fix", args[:2], code, out)
+				}
+			}
+		})
+	}
+}
+
+// A running approve-mode server whose store is damaged under it goes on
+// serving what needs no store, and denies, with the reason audited, what
+// does; it holds no descriptor on the store between calls, and serves
+// from it again once it is restored or moved aside.
+func TestMCPServesThroughADamagedStore(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(dir, "w")
+	os.Mkdir(work, 0o700)
+	os.WriteFile(filepath.Join(work, "f.txt"), []byte("hello"), 0o600)
+	store, audit := filepath.Join(dir, "a.db"), filepath.Join(dir, "audit.jsonl")
+	c := startMCP(t, "--tier", "local", "--root", work, "--mode", "approve", "--store", store, "--audit", audit)
+	c.send(mcpInit)
+	c.read(t)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	id := 1
+	call := func(tool, args string) string {
+		t.Helper()
+		id++
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args))
+		b, _ := json.Marshal(c.read(t)["result"])
+		return string(b)
+	}
+	shell := func() string { return call("shell", `{"command":"echo hi"}`) }
+	first := shell()
+	if !strings.Contains(first, "approval") {
+		t.Fatalf("shell in approve mode: %s", first)
+	}
+	// Pad the store past the sizes the damages cut it to.
+	for i := range 40 {
+		call("shell", fmt.Sprintf(`{"command":"echo %d %s"}`, i, strings.Repeat("y", 400)))
+	}
+	whole, err := os.ReadFile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := c.cmd.Process.Pid
+	for _, how := range []string{"truncated to 8 KiB", "truncated to half", "page headers overwritten", "empty", "replaced by text"} {
+		testenv.DamageFile(t, store, how)
+		if got := shell(); !strings.Contains(got, "approval store failed") || !strings.Contains(got, "is damaged") || !strings.Contains(got, store) {
+			t.Errorf("%s: shell: %s; want a denial naming the damaged store", how, got)
+		}
+		if got := call("read_file", `{"path":"f.txt"}`); !strings.Contains(got, "hello") {
+			t.Errorf("%s: read_file: %s", how, got)
+		}
+		if n := testenv.DescriptorsOn(t, pid, store); n != 0 {
+			t.Errorf("%s: the server holds %d descriptors on the store", how, n)
+		}
+		os.WriteFile(store, whole, 0o600) // restored from a backup
+		if got := shell(); got != first {
+			t.Errorf("%s, restored: shell: %s; want %s", how, got, first)
+		}
+	}
+	os.Rename(store, store+".damaged") // moved aside: the next call asks anew
+	if got := shell(); !strings.Contains(got, "approval") || got == first {
+		t.Errorf("store moved aside: shell: %s", got)
+	}
+	log, _ := os.ReadFile(audit)
+	if n := strings.Count(string(log), "approval store failed"); n != 5 {
+		t.Errorf("%d audit lines say the store failed, want 5", n)
+	}
+	noCrash(t, "hutch mcp", c.stderr.String())
+	c.in.Close()
+	if code := c.wait(t, 10*time.Second); code != 0 {
+		t.Errorf("exit %d, stderr %q", code, c.stderr.String())
 	}
 }
