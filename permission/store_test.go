@@ -329,3 +329,140 @@ func BenchmarkStoreList(b *testing.B) {
 		}
 	}
 }
+
+// An expired decision leaves exactly one open key (the new request's); the
+// new request carries the call's scope and arguments; and a decision made
+// after the request waited longer than the TTL is not expired at once.
+func TestExpiredDecisionLeavesOneOpenRequest(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenStore(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetDecisionTTL(150 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Capability: Shell, Detail: "make deploy", Tool: "shell", Args: json.RawMessage(`{"b":1, "a":2}`), Scope: "local:/w"}
+	st, id, err := s.Claim(ctx, req)
+	if err != nil || st != StatusPending {
+		t.Fatal(st, err)
+	}
+	time.Sleep(300 * time.Millisecond) // pending longer than the TTL
+	if _, err := s.Decide(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if st, got, err := s.Claim(ctx, req); err != nil || st != StatusApproved || got != id {
+		t.Fatalf("a fresh decision on an old request: %s %s %v; want approved %s", st, got, err, id)
+	}
+	// Again, now letting the decision expire.
+	_, id2, _ := s.Claim(ctx, req)
+	if _, err := s.Decide(ctx, id2, true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	st, id3, err := s.Claim(ctx, req)
+	if err != nil || st != StatusPending || id3 == id2 {
+		t.Fatalf("past the TTL: %s %s %v", st, id3, err)
+	}
+	old, _ := s.Get(ctx, id2)
+	nw, _ := s.Get(ctx, id3)
+	if old.Status != StatusExpired || old.ClaimedAt != nil {
+		t.Errorf("old: %+v", old)
+	}
+	if nw.Scope != req.Scope || string(nw.Arguments) != `{"a":2,"b":1}` || nw.Tool != "shell" || nw.Detail != req.Detail {
+		t.Errorf("new request: %+v", nw)
+	}
+	key, _ := RequestKey(req)
+	_ = s.view(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.Query(`SELECT key, id FROM open_keys`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			var k, v string
+			_ = rows.Scan(&k, &v)
+			n++
+			if k != key || v != id3 {
+				t.Errorf("open %s -> %s", k, v)
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d open keys, want 1", n)
+		}
+		return nil
+	})
+}
+
+// A pending request costs the store well under 1 MiB whatever its
+// arguments (here 6 requests of 8 MiB each): it keeps their start, size and
+// digest, so a model in approve mode cannot fill the disk or make
+// "approvals list" load gigabytes; the approval still binds to all of
+// them. Origin: review 15c.
+func TestPendingRequestsKeepBoundedArguments(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "a.db")
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fileSize(t, path)
+	const n, size = 6, 8 << 20
+	for i := range n {
+		content := fmt.Sprintf("%02d", i) + strings.Repeat("x", size)
+		args, _ := json.Marshal(map[string]string{"path": "f.txt", "content": content})
+		st, _, err := s.Claim(ctx, Request{Capability: Write, Detail: "f.txt", Tool: "write_file", Args: args, Scope: "local:/w"})
+		if err != nil || st != StatusPending {
+			t.Fatalf("claim %d: %s %v", i, st, err)
+		}
+	}
+	grown := fileSize(t, path) - before
+	if per := grown / n; per > 1<<20 {
+		t.Errorf("%d pending requests of %d MiB arguments grew the store by %d MiB (%d KiB each): "+
+			"a model can fill the disk (up to MaxOpen=%d such requests) and make \"approvals list\" load it all",
+			n, size>>20, grown>>20, per>>10, MaxOpen)
+	}
+	// The stored arguments are their start, size and digest; the approval
+	// binds to all of them.
+	call := func(content string) Request {
+		args, _ := json.Marshal(map[string]string{"path": "f.txt", "content": content})
+		return Request{Capability: Write, Detail: "f.txt", Tool: "write_file", Args: args, Scope: "local:/w"}
+	}
+	big := "00" + strings.Repeat("x", size)
+	list, err := s.List(ctx, StatusPending)
+	if err != nil || len(list) != n {
+		t.Fatalf("list: %d, %v", len(list), err)
+	}
+	var first Approval
+	for _, a := range list {
+		if a.ArgumentsBytes > 0 && strings.Contains(string(a.Arguments), "bytes in all, sha256") && json.Valid(a.Arguments) && a.Detail == "f.txt" {
+			if strings.Contains(string(a.Arguments), `\"content\":\"00`) {
+				first = a
+			}
+			continue
+		}
+		t.Errorf("a stored request of %d bytes: arguments %.120s (%d bytes noted)", size, a.Arguments, a.ArgumentsBytes)
+	}
+	if first.ID == "" {
+		t.Fatal("the first request is not listed with the start of its arguments")
+	}
+	if _, err := s.Decide(ctx, first.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := s.Claim(ctx, call(big[:len(big)-1]+"y")); err != nil || st != StatusPending {
+		t.Errorf("a call that differs only past the stored start: %s %v; want a new pending request", st, err)
+	}
+	if st, _, err := s.Claim(ctx, call(big)); err != nil || st != StatusApproved {
+		t.Errorf("the identical call: %s %v; want approved", st, err)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
