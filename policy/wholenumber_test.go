@@ -43,7 +43,7 @@ func TestLoadCountsAreDecimal(t *testing.T) {
 		{"nice: 0o7\n", `"0o7" is not a decimal`},
 		{"limits: {processes: 1_000}\n", `"1_000" is not a decimal`},
 	} {
-		_, err := policy.Load(review5File(t, "p.yaml", c.body))
+		_, err := policy.Load(policyFile(t, c.body))
 		if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v; want a configuration error containing %q", c.body, err, c.want)
 		}
@@ -51,7 +51,7 @@ func TestLoadCountsAreDecimal(t *testing.T) {
 	if _, err := (policy.Policy{Limits: policy.Limits{Processes: -4}}).Normalize("/"); err == nil || !strings.Contains(err.Error(), "process limit -4 is negative") {
 		t.Errorf("a negative process limit: %v; want it named", err)
 	}
-	pol, err := policy.Load(review5File(t, "p.yaml", "limits: {processes: 64, open_files: 256}\nnice: 5\n"))
+	pol, err := policy.Load(policyFile(t, "limits: {processes: 64, open_files: 256}\nnice: 5\n"))
 	if err != nil || pol.Limits.Processes != 64 || pol.Limits.OpenFiles != 256 || pol.Nice != 5 {
 		t.Errorf("decimal counts: %+v, nice %d, %v", pol.Limits, pol.Nice, err)
 	}
