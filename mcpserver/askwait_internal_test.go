@@ -13,9 +13,9 @@ import (
 )
 
 // A client that declared elicitation and then never answers (it went
-// away while asked) used to hold the call, and with it the HTTP session's
-// idle timer, for good (review 15a). The wait is now bounded by
-// questionTTL, and its end is a denial the audit log records.
+// away while asked) holds the call, and with it the HTTP session's idle
+// timer, for at most questionTTL; the end of the wait is a denial the
+// audit log records. Origin: review 15a.
 func TestUnansweredQuestionIsADenial(t *testing.T) {
 	old := questionTTL
 	questionTTL = 300 * time.Millisecond
@@ -84,5 +84,27 @@ func TestUnansweredQuestionIsADenial(t *testing.T) {
 	b, _ := os.ReadFile(audit)
 	if !strings.Contains(string(b), `"outcome":"denied"`) {
 		t.Errorf("the audit log has no denial: %s", b)
+	}
+}
+
+// Questions that are never answered are capped (1024 outstanding, the
+// oldest dropped), as the approval store caps open requests: a client
+// calling a privileged tool in a loop without answering cannot grow the
+// server's memory without bound. Origin: review 7.
+func TestOutstandingQuestionsBounded(t *testing.T) {
+	issued.Lock()
+	before := len(issued.m)
+	issued.Unlock()
+	for range 5000 {
+		signState("key")
+	}
+	issued.Lock()
+	n := len(issued.m)
+	for k := range issued.m { // leave the map as other tests expect
+		delete(issued.m, k)
+	}
+	issued.Unlock()
+	if n-before > 1024 {
+		t.Fatalf("%d unanswered questions kept in memory; want a bound", n-before)
 	}
 }
