@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -119,3 +124,136 @@ func TestLiveNil(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// Close's grace is the most a live writer may take of the caller's time:
+// once Close has returned (Exec returns right after), the caller owns its
+// writer again, and what the writer has not taken is dropped from the
+// live copy. A writer that is merely slow is not fed the rest of the
+// queue after the grace ran out (into a buffer the caller is already
+// reading, or a response already finished): at most the one Write
+// already under way returns later.
+// Origin: review 8.
+func TestLiveNoWritesAfterCloseGrace(t *testing.T) {
+	var writes atomic.Int64
+	l := sandbox.NewLive(writerFunc(func(p []byte) (int, error) {
+		time.Sleep(20 * time.Millisecond) // slow, never stalled
+		writes.Add(1)
+		return len(p), nil
+	}))
+	chunk := make([]byte, 4<<10)
+	l.Unblock() // the command has ended: its output is queued without waiting
+	for range 100 {
+		if _, err := l.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close(50 * time.Millisecond)
+	after := writes.Load()
+	time.Sleep(500 * time.Millisecond)
+	if late := writes.Load() - after; late > 1 {
+		t.Fatalf("%d writes reached the live writer after Close returned (its grace was over)", late)
+	}
+}
+
+// Pipes.Close (every Exec's deferred cleanup) lets the live writers go
+// the same way: a slow writer is not fed after Exec returned.
+// Origin: review 8.
+func TestPipesCloseStopsLiveWrites(t *testing.T) {
+	var writes atomic.Int64
+	slow := writerFunc(func(p []byte) (int, error) {
+		time.Sleep(100 * time.Millisecond)
+		writes.Add(1)
+		return len(p), nil
+	})
+	p, err := sandbox.NewPipes(sandbox.Command{Stdout: slow}, &sandbox.TailBuffer{Max: 1 << 20}, &sandbox.TailBuffer{Max: 1 << 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The "command": writes 200 KiB in small pieces, then ends.
+	go func() {
+		b := make([]byte, 1024)
+		for range 200 {
+			if _, err := p.Child[1].Write(b); err != nil {
+				break
+			}
+			time.Sleep(time.Millisecond) // small reads: many queued chunks
+		}
+		p.Child[1].Close()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	p.Unblock()
+	p.Close()
+	after := writes.Load()
+	time.Sleep(500 * time.Millisecond)
+	if late := writes.Load() - after; late > 1 {
+		t.Fatalf("%d writes reached the live writer after Pipes.Close", late)
+	}
+}
+
+// A live writer that fails stops the copy and closes that stream's read
+// end, as the doc (Command.Stdout, Live) says: the command gets SIGPIPE
+// on its next write, as with a closed pipe, rather than block on a full
+// pipe until its timeout.
+// Origin: review 8.
+func TestPipesLiveErrorBreaksPipe(t *testing.T) {
+	boom := errors.New("client gone")
+	p, err := sandbox.NewPipes(sandbox.Command{Stdout: writerFunc(func([]byte) (int, error) { return 0, boom })},
+		&sandbox.TailBuffer{Max: 1 << 20}, &sandbox.TailBuffer{Max: 1 << 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// yes writes forever; only a broken pipe (or the kill below) ends it.
+	c := exec.Command("yes")
+	c.Stdin, c.Stdout, c.Stderr = p.Child[0], p.Child[1], p.Child[2]
+	if err := c.Start(); err != nil {
+		testenv.Missing(t, "cannot start yes: %v", err)
+	}
+	p.Started()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
+			t.Fatalf("yes ended with %v, want SIGPIPE", err)
+		}
+	case <-time.After(5 * time.Second):
+		_ = c.Process.Kill()
+		<-done
+		t.Fatal("the command never got SIGPIPE after its live writer failed: it blocks on a pipe nobody reads")
+	}
+	p.Ended()
+}
+
+// Exec does not return before the output is complete: with a healthy
+// live writer, everything written reaches both the capture and the
+// writer, in order, by the time Ended returns.
+// Origin: review 8.
+func TestPipesCompleteAtEnded(t *testing.T) {
+	var live syncBuffer
+	stdout := &sandbox.TailBuffer{Max: 8 << 20}
+	p, err := sandbox.NewPipes(sandbox.Command{Stdout: &live}, stdout, &sandbox.TailBuffer{Max: 1 << 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want := make([]byte, 3<<20)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	fd, err := syscall.Dup(int(p.Child[1].Fd())) // the command's own copy
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := os.NewFile(uintptr(fd), "cmd-stdout")
+	go func() { _, _ = w.Write(want); w.Close() }()
+	p.Started()
+	p.Ended()
+	if got := live.String(); got != string(want) {
+		t.Fatalf("live got %d bytes, want %d", len(got), len(want))
+	}
+	if got := stdout.Bytes(); string(got) != string(want) {
+		t.Fatalf("captured %d bytes, want %d", len(got), len(want))
+	}
+}
