@@ -1088,7 +1088,7 @@ func TestAttackExecDirLinks(t *testing.T) {
 		wantIs(t, "Exec Dir "+d, err, sandbox.ErrEscape)
 	}
 	// ".." right after a link is refused before anything else (see
-	// TestReview7LexicalDotDotBeforeLinks).
+	// TestDotDotAfterLinkIsRefused).
 	_, err = e.sb.Exec(bg, sandbox.Command{Args: []string{"true"}, Dir: "lreal/../lout"})
 	wantIs(t, "Exec Dir lreal/../lout", err, sandbox.ErrInvalidPath)
 }

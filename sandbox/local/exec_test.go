@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,19 +17,43 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox/local"
 )
 
-type review8Writer func([]byte) (int, error)
+// The stalled live writer and the blocking stdin reader, which once hung
+// Exec, are cases of the conformance suite ("stalled live writer",
+// "blocking stdin"), which every tier runs.
 
-func (f review8Writer) Write(p []byte) (int, error) { return f(p) }
+// A secret in hutch's own environment does not reach a double-forked,
+// setsid'd daemon (which sees the command's environment, not hutch's),
+// and the daemon is gone when Exec returns.
+// Origin: review 7.
+func TestExecSecretsNotInheritedByDaemon(t *testing.T) {
+	shellOK(t)
+	t.Setenv("HUTCH_TEST_DAEMON_SECRET", "s3cr3t-daemon")
+	e := newAttackEnv(t, local.Options{})
+	e.file(t, "probe.sh", "")
+	script := `(setsid sh -c 'env > daemon.env; sleep 30' &) ; sleep 0.3; cat daemon.env`
+	r, err := e.sb.Exec(bg, sandbox.Command{Shell: script, Timeout: 10 * time.Second})
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if strings.Contains(string(r.Stdout), "s3cr3t-daemon") {
+		t.Errorf("the daemon saw hutch's secret:\n%s", r.Stdout)
+	}
+	if !strings.Contains(string(r.Stdout), "PATH=") {
+		t.Errorf("the daemon's environment was not captured: %q", r.Stdout)
+	}
+}
 
-// Command.Stdout's doc: "A write error stops the copy, and the command
-// then gets SIGPIPE on its next write, as with a closed pipe." With the
-// tier's own Pipes the copy stops but the pipe's read end stays open
-// until Exec returns, so a command that keeps writing blocks on a full
-// pipe until its timeout (os/exec, used before these commits, closed the
-// read end when its copy stopped: SIGPIPE at once).
-//
-// Right behaviour: exit 141 (SIGPIPE) well before the timeout.
-func TestReview8LiveWriterErrorGivesSIGPIPE(t *testing.T) {
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A live writer that fails stops the copy, and the command then gets
+// SIGPIPE on its next write, as with a closed pipe (Command.Stdout's
+// doc): the tier closes that pipe's read end when the copy stops, so a
+// command that keeps writing ends at once (exit 141, 128+SIGPIPE, from
+// sh), well before its timeout, rather than block on a full pipe.
+// Origin: review 8.
+func TestExecLiveWriterErrorGivesSIGPIPE(t *testing.T) {
 	if err := local.Check(); err != nil {
 		testenv.Missing(t, "the local tier's shell: %v", err)
 	}
@@ -37,7 +62,7 @@ func TestReview8LiveWriterErrorGivesSIGPIPE(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	fail := review8Writer(func([]byte) (int, error) { return 0, errors.New("client went away") })
+	fail := writerFunc(func([]byte) (int, error) { return 0, errors.New("client went away") })
 	start := time.Now()
 	r, err := sb.Exec(context.Background(), sandbox.Command{Shell: "yes", Stdout: fail, Timeout: 8 * time.Second})
 	if err != nil {
@@ -49,18 +74,15 @@ func TestReview8LiveWriterErrorGivesSIGPIPE(t *testing.T) {
 	}
 }
 
-// A command's output pipe that outlives the command's namespace (here it
-// hands its stdout to a process outside, as `systemd-run --pipe` or any
-// host daemon that accepts descriptors would) keeps Pipes.Ended waiting
-// for end-of-file without bound: Exec never returns, and cancelling ctx
-// does not help (the command is already gone). Before these commits
-// os/exec's WaitDelay (5 s) bounded it.
-//
-// Right behaviour: once PID 1 is gone (or ctx is done), Ended waits a
-// bounded time for the pipes, then closes them and returns.
-func TestReview8EscapedPipeDoesNotHangExec(t *testing.T) {
-	if sock := os.Getenv("HUTCH_REVIEW8_SENDFD"); sock != "" {
-		os.Exit(review8SendStdout(sock)) // the command, inside the sandbox
+// A command's output pipe that outlives the command (here it hands its
+// stdout to a process outside, as `systemd-run --pipe` or any host
+// daemon that accepts descriptors would) does not hold Exec: once PID 1
+// is gone (or ctx is done), Pipes.Ended waits a bounded time for the
+// pipes, then closes them and returns.
+// Origin: review 8.
+func TestExecEscapedPipeDoesNotHang(t *testing.T) {
+	if sock := os.Getenv("HUTCH_TEST_SEND_STDOUT"); sock != "" {
+		os.Exit(sendStdout(sock)) // the command, inside the sandbox
 	}
 	if err := local.Check(); err != nil {
 		testenv.Missing(t, "the local tier's shell: %v", err)
@@ -112,8 +134,8 @@ func TestReview8EscapedPipeDoesNotHangExec(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := sb.Exec(ctx, sandbox.Command{
-			Args:    []string{self, "-test.run=^TestReview8EscapedPipeDoesNotHangExec$"},
-			Env:     map[string]string{"HUTCH_REVIEW8_SENDFD": sock},
+			Args:    []string{self, "-test.run=^TestExecEscapedPipeDoesNotHang$"},
+			Env:     map[string]string{"HUTCH_TEST_SEND_STDOUT": sock},
 			Timeout: 3 * time.Second,
 		})
 		done <- err
@@ -137,9 +159,9 @@ func TestReview8EscapedPipeDoesNotHangExec(t *testing.T) {
 	}
 }
 
-// review8SendStdout is the command of TestReview8EscapedPipeDoesNotHangExec:
-// it sends its stdout to the socket and exits.
-func review8SendStdout(sock string) int {
+// sendStdout is the command of TestExecEscapedPipeDoesNotHang: it sends
+// its stdout to the socket and exits.
+func sendStdout(sock string) int {
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		return 1
