@@ -649,3 +649,154 @@ func TestAttackSOCKS5BoundAddress(t *testing.T) {
 		t.Errorf("over the tunnel: %d %q", code, body)
 	}
 }
+
+// TestAttackNameOnlyAllowRefusesAddressForms: only the name pub.test
+// (resolving to the public 8.8.8.8) is allowed; its address, in any
+// spelling and over any protocol, is not. Nothing is dialled.
+// Origin: review 9.
+func TestAttackNameOnlyAllowRefusesAddressForms(t *testing.T) {
+	dl := &pipeDials{}
+	_, addr := startProxy(t, []string{"pub.test"}, nil, Options{Resolver: mapResolver{"pub.test": {"8.8.8.8"}}, Dial: dl.dial, HeadTimeout: 2 * time.Second})
+
+	t.Run("control: the name", func(t *testing.T) {
+		c := dialProxy(t, addr)
+		resp, _ := rawConnect(t, c, "pub.test:443")
+		if resp.StatusCode != 200 {
+			t.Fatalf("CONNECT pub.test:443: %s", resp.Status)
+		}
+		c.Close()
+		if got := dl.take(); len(got) != 1 || got[0] != "tcp 8.8.8.8:443" {
+			t.Errorf("dials %q, want [tcp 8.8.8.8:443]", got)
+		}
+	})
+	for _, target := range []string{"8.8.8.8:443", "[::ffff:8.8.8.8]:443", "[::ffff:808:808]:443", "[64:ff9b::808:808]:443", "[2002:808:808::]:443"} {
+		t.Run("CONNECT "+target, func(t *testing.T) {
+			got := exchange(t, addr, "CONNECT "+target+" HTTP/1.1\r\nHost: pub.test:443\r\n\r\n")
+			if !strings.HasPrefix(got, "HTTP/1.1 403") {
+				t.Errorf("answer %q, want 403", got)
+			}
+			if d := dl.take(); len(d) != 0 {
+				t.Errorf("dialled %q", d)
+			}
+		})
+	}
+	t.Run("forward to the address with Host pub.test", func(t *testing.T) {
+		got := exchange(t, addr, "GET http://8.8.8.8/ HTTP/1.1\r\nHost: pub.test\r\nConnection: close\r\n\r\n")
+		if !strings.HasPrefix(got, "HTTP/1.1 403") {
+			t.Errorf("answer %q, want 403", got)
+		}
+		if d := dl.take(); len(d) != 0 {
+			t.Errorf("dialled %q", d)
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		host any
+	}{
+		{"SOCKS5 IPv4", netip.MustParseAddr("8.8.8.8")},
+		{"SOCKS5 IPv6 mapped", netip.AddrFrom16(netip.MustParseAddr("8.8.8.8").As16())},
+		{"SOCKS5 IPv6 NAT64", netip.MustParseAddr("64:ff9b::808:808")},
+		{"SOCKS5 domain holding the address", "8.8.8.8"},
+		{"SOCKS5 domain holding the mapped address", "::ffff:8.8.8.8"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, reply := socksExchange(t, addr, []byte{0}, socksReq(socksConnect, tt.host, "443"))
+			if reply != socksNotAllowed {
+				t.Errorf("reply %#x, want %#x", reply, socksNotAllowed)
+			}
+			if d := dl.take(); len(d) != 0 {
+				t.Errorf("dialled %q", d)
+			}
+		})
+	}
+}
+
+// TestAttackSOCKS5DomainToLoopbackRefused: a listed name resolving to loopback
+// still needs its address listed, through SOCKS5 domain requests too
+// (the way curl --socks5-hostname and most SOCKS clients send names).
+// Origin: review 9.
+func TestAttackSOCKS5DomainToLoopbackRefused(t *testing.T) {
+	var hits atomic.Int64
+	loop := serveEach(t, "127.0.0.1", func(net.Conn) { hits.Add(1) })
+	_, port, _ := net.SplitHostPort(loop)
+	_, addr := startProxy(t, []string{"localhost"}, nil, Options{Resolver: newHostsResolver("127.0.0.1 localhost\n::1 localhost\n")})
+	for _, name := range []string{"localhost", "LOCALHOST.", "LocalHost"} {
+		t.Run(name, func(t *testing.T) {
+			_, reply := socksExchange(t, addr, []byte{0}, socksReq(socksConnect, name, port))
+			if reply != socksNotAllowed {
+				t.Errorf("reply %#x, want %#x", reply, socksNotAllowed)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the loopback service saw %d connections", n)
+	}
+}
+
+// TestAttackWildcardLookalikesRefused: *.example.test allows its subdomains
+// only; names that merely contain or end in it, or look like it, are
+// refused on every protocol and never looked up.
+// Origin: review 9.
+func TestAttackWildcardLookalikesRefused(t *testing.T) {
+	res := newHostsResolver("127.0.0.2 a.example.test\n")
+	dl := &pipeDials{}
+	_, addr := startProxy(t, []string{"*.example.test", "127.0.0.0/8"}, nil, Options{Resolver: res, Dial: dl.dial, HeadTimeout: 2 * time.Second})
+	for _, host := range []string{
+		"example.test",
+		"evil-example.test",
+		"evilexample.test",
+		"a.example.test.evil.test",
+		"example.test.evil.test",
+		"a.example.testx",
+		"xn--exmple-cua.test", // punycode look-alike
+		"a.example-test",
+	} {
+		t.Run(host, func(t *testing.T) {
+			if got := exchange(t, addr, "CONNECT "+host+":443 HTTP/1.1\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 403") {
+				t.Errorf("CONNECT: %q, want 403", got)
+			}
+			if got := exchange(t, addr, "GET http://"+host+"/ HTTP/1.1\r\nConnection: close\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 403") {
+				t.Errorf("forward: %q, want 403", got)
+			}
+			if _, reply := socksExchange(t, addr, []byte{0}, socksReq(socksConnect, host, "443")); reply != socksNotAllowed {
+				t.Errorf("SOCKS5: reply %#x, want %#x", reply, socksNotAllowed)
+			}
+			if l := res.takeLookups(); len(l) != 0 {
+				t.Errorf("looked up %q", l)
+			}
+			if d := dl.take(); len(d) != 0 {
+				t.Errorf("dialled %q", d)
+			}
+		})
+	}
+}
+
+// TestAttackLongHostNamesMalformed: over-long names and labels are malformed, not
+// looked up and not dialled, whatever their length.
+// Origin: review 9.
+func TestAttackLongHostNamesMalformed(t *testing.T) {
+	res := newHostsResolver("")
+	dl := &pipeDials{}
+	_, addr := startProxy(t, []string{"*.example.test"}, nil, Options{Resolver: res, Dial: dl.dial, HeadTimeout: 2 * time.Second})
+	for _, tt := range []struct {
+		name, host, want string
+	}{
+		{"64-byte label", strings.Repeat("a", 64) + ".example.test", "400"},
+		{"254-byte name", strings.Repeat("a.", 120) + "a.example.test", "400"},
+		{"10000-byte name", strings.Repeat("a.", 4993) + "example.test", "400"},
+		{"70000-byte name", strings.Repeat("a.", 35000) + "example.test", "431"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := exchange(t, addr, "CONNECT "+tt.host+":443 HTTP/1.1\r\n\r\n")
+			if !strings.HasPrefix(got, "HTTP/1.1 "+tt.want) {
+				t.Errorf("answer %.80q, want %s", got, tt.want)
+			}
+			if l := res.takeLookups(); len(l) != 0 {
+				t.Errorf("looked up %d names", len(l))
+			}
+			if d := dl.take(); len(d) != 0 {
+				t.Errorf("dialled %q", d)
+			}
+		})
+	}
+}

@@ -205,3 +205,57 @@ func TestDialerBadInput(t *testing.T) {
 		t.Errorf("answer %q", b)
 	}
 }
+
+// TestDialerDenyCoversEmbeddedIPv4: a deny entry for a public IPv4 range
+// also refuses the IPv6 forms that carry it to the same host (NAT64
+// 64:ff9b::/96 and 6to4 2002::/16), whether a name resolves to them or
+// they are requested literally: the address classification judges these
+// forms by the embedded IPv4 address, and on a DNS64/NAT64 network the
+// NAT64 form is how the denied host is reached. Controls: the plain and
+// IPv4-mapped forms are denied.
+// Origin: review 9.
+func TestDialerDenyCoversEmbeddedIPv4(t *testing.T) {
+	res := mapResolver{
+		"v4.example.test":     {"8.8.8.8"},
+		"mapped.example.test": {"::ffff:8.8.8.8"},
+		"nat64.example.test":  {"64:ff9b::808:808"},
+		"6to4.example.test":   {"2002:808:808::1"},
+	}
+	list := mustList(t, []string{"*.example.test", "64:ff9b::/96", "2002::/16", "8.0.0.0/8"}, []string{"8.8.8.0/24"})
+	dl := &pipeDials{}
+	d := &Dialer{List: list, Resolver: res, Dial: dl.dial}
+	for _, host := range []string{
+		"v4.example.test",     // control
+		"mapped.example.test", // control
+		"8.8.8.8",             // control
+		"::ffff:8.8.8.8",      // control
+		"nat64.example.test",  // name -> NAT64 form of a denied address
+		"6to4.example.test",   // name -> 6to4 form of a denied address
+		"64:ff9b::808:808",    // NAT64 literal
+		"2002:808:808::1",     // 6to4 literal
+	} {
+		t.Run(host, func(t *testing.T) {
+			addrs, err := d.Resolve(t.Context(), host, 443)
+			var r *Refusal
+			if !errors.As(err, &r) || !r.Denied {
+				t.Errorf("Resolve(%q) = %v, %v; want a deny-list refusal (8.8.8.0/24 is denied)", host, addrs, err)
+			}
+		})
+	}
+}
+
+// TestDialerRefusesAzureWireServer: 168.63.129.16 is Azure's
+// host-internal platform endpoint (WireServer: VM agent goal state,
+// extension settings with protected secrets), reachable from every Azure
+// VM like the metadata address. A name an attacker controls cannot point
+// at it.
+// Origin: review 9.
+func TestDialerRefusesAzureWireServer(t *testing.T) {
+	a := netip.MustParseAddr("168.63.129.16")
+	dl := &pipeDials{}
+	d := &Dialer{List: mustList(t, []string{"*.example.test"}, nil), Resolver: mapResolver{"x.example.test": {"168.63.129.16"}}, Dial: dl.dial}
+	_, err := d.Resolve(t.Context(), "x.example.test", 80)
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("x.example.test resolving to %s: %v (NonPublicReason %q); want a refusal", a, err, NonPublicReason(a))
+	}
+}

@@ -373,3 +373,28 @@ func readSocksReply(t testing.TB, br *bufio.Reader) byte {
 	}
 	return hdr[1]
 }
+
+// pipeDials records the dials a Proxy or Dialer makes and never touches
+// the network: each dial gets one end of a pipe whose other end swallows
+// what it is sent.
+type pipeDials struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (d *pipeDials) dial(_ context.Context, network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	d.got = append(d.got, network+" "+address)
+	d.mu.Unlock()
+	a, b := net.Pipe()
+	go func() { io.Copy(io.Discard, b); b.Close() }()
+	return a, nil
+}
+
+func (d *pipeDials) take() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	got := d.got
+	d.got = nil
+	return got
+}

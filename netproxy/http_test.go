@@ -54,6 +54,8 @@ func slowOrigin(t *testing.T) (addr string, conns *atomic.Int64) {
 	return addr, conns
 }
 
+// get sends a GET for path on origin over c (a connection to the proxy)
+// and returns the response body.
 func get(t *testing.T, c net.Conn, br *bufio.Reader, origin, path string) string {
 	t.Helper()
 	fmt.Fprintf(c, "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n", origin, path, origin)
@@ -69,12 +71,13 @@ func get(t *testing.T, c net.Conn, br *bufio.Reader, origin, path string) string
 	return string(b)
 }
 
-// TestReview4KeepAliveAfterWatch (an attack that holds): requests that
-// waited past watchDelay, a trickled body, then quick ones, on one client
-// connection (TCP, and unix through ServeConn) and one kept upstream
-// connection: no deadline the watcher set is left behind to fail or hang
-// the next request.
-func TestReview4KeepAliveAfterWatch(t *testing.T) {
+// TestWatchLeavesNoDeadlineForKeepAlive: requests that waited past
+// watchDelay, a trickled body, then quick ones, on one client connection
+// (TCP, and unix through ServeConn) and one kept upstream connection: no
+// deadline the watcher set is left behind to fail or hang the next
+// request.
+// Origin: review 4.
+func TestWatchLeavesNoDeadlineForKeepAlive(t *testing.T) {
 	origin, conns := slowOrigin(t)
 	p, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{HalfClosedTimeout: 800 * time.Millisecond})
 	for name, c := range map[string]net.Conn{"tcp": dialProxy(t, addr), "unix": unixClient(t, p)} {
@@ -97,10 +100,10 @@ func TestReview4KeepAliveAfterWatch(t *testing.T) {
 	}
 }
 
-// TestReview4PipelineDuringWatch (an attack that holds): the client
-// pipelines its next request while the first is watched, then ends its
-// side; both answers arrive.
-func TestReview4PipelineDuringWatch(t *testing.T) {
+// TestWatchKeepsPipelinedRequest: the client pipelines its next request
+// while the first is watched, then ends its side; both answers arrive.
+// Origin: review 4.
+func TestWatchKeepsPipelinedRequest(t *testing.T) {
 	origin, _ := slowOrigin(t)
 	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{HalfClosedTimeout: 800 * time.Millisecond})
 	c := dialProxy(t, addr)
@@ -122,9 +125,10 @@ func TestReview4PipelineDuringWatch(t *testing.T) {
 	}
 }
 
-// TestReview4NoGoroutineLeak (an attack that holds): watched requests and
-// clients that reset while watched leave no goroutine behind.
-func TestReview4NoGoroutineLeak(t *testing.T) {
+// TestWatchLeaksNoGoroutine: watched requests and clients that reset
+// while watched leave no goroutine behind.
+// Origin: review 4.
+func TestWatchLeaksNoGoroutine(t *testing.T) {
 	origin, _ := slowOrigin(t)
 	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{HalfClosedTimeout: 300 * time.Millisecond})
 	time.Sleep(100 * time.Millisecond)
@@ -150,13 +154,15 @@ func TestReview4NoGoroutineLeak(t *testing.T) {
 	}
 }
 
-// TestReview4PipelinedClientGone: a client that sent anything past its
-// request (a pipelined request, or a single byte) and then went away, by
-// a reset or an end of stream, holds its session and the upstream
-// connection for as long as the upstream stays silent: watchClient never
-// starts when the bytes are already buffered, and stops at the first byte
-// it sees otherwise. The control (nothing more sent) passes.
-func TestReview4PipelinedClientGone(t *testing.T) {
+// TestWatchReleasesUpstreamWhenPipeliningClientGoes: a client that sent
+// anything past its request (a pipelined request, or a single byte) and
+// then went away, by a reset or an end of stream, does not hold its
+// session and the upstream connection while the upstream stays silent:
+// watchClient watches even when those bytes are already buffered, and
+// goes on past the first byte it sees (the kernel tells the peer's end
+// apart from its data). The control sends nothing more.
+// Origin: review 4.
+func TestWatchReleasesUpstreamWhenPipeliningClientGoes(t *testing.T) {
 	origin, _ := slowOrigin(t)
 	const halfClosed = 800 * time.Millisecond
 	next := fmt.Sprintf("GET http://%s/slow/0 HTTP/1.1\r\nHost: x\r\n\r\n", origin)
@@ -195,5 +201,61 @@ func TestReview4PipelinedClientGone(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestForwardCutsHugeResponseHead: an allowed upstream answering a
+// forwarded request with an endless response head is cut once the head
+// passes its bound (the client gets a 502 or a closed connection, never
+// the head); the proxy neither buffers it all nor hangs.
+// Origin: review 9.
+func TestForwardCutsHugeResponseHead(t *testing.T) {
+	up := serveEach(t, "127.0.0.2", func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Pad: " + strings.Repeat("p", 1000) + "\r\n"
+		for {
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+	_, port, _ := net.SplitHostPort(up)
+	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{})
+	start := time.Now()
+	got := exchange(t, addr, fmt.Sprintf("GET http://127.0.0.2:%s/ HTTP/1.1\r\nConnection: close\r\n\r\n", port))
+	if got != "" && !strings.HasPrefix(got, "HTTP/1.1 502") || strings.Contains(got, "X-Pad") {
+		t.Errorf("answer %.120q, want a 502 or nothing", got)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// TestForwardEndsWithLyingUpstream: an upstream that announces more body
+// than it sends and closes does not hold the client: the connection ends
+// when the upstream does (with at most the short response relayed).
+// Origin: review 9.
+func TestForwardEndsWithLyingUpstream(t *testing.T) {
+	up := serveEach(t, "127.0.0.2", func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\nshort")
+	})
+	_, port, _ := net.SplitHostPort(up)
+	_, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{})
+	start := time.Now()
+	got := exchange(t, addr, fmt.Sprintf("GET http://127.0.0.2:%s/ HTTP/1.1\r\nConnection: close\r\n\r\n", port))
+	if got != "" && !strings.HasPrefix(got, "HTTP/1.1 200") || len(got) > 1000 {
+		t.Errorf("answer %.200q", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
 	}
 }
