@@ -4,16 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 	"github.com/hutchsandbox/hutch/sandbox/virtual"
 	"github.com/hutchsandbox/hutch/tool"
@@ -144,214 +144,10 @@ func TestOffering(t *testing.T) {
 	}
 }
 
-func TestReadFile(t *testing.T) {
-	sb, dir := localSB(t)
-	ts := toolset(t, sb, permission.Config{})
-	must(t, os.WriteFile(filepath.Join(dir, "lines.txt"), []byte("one\ntwo\nthree\nfour\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "bin.dat"), []byte("GIF89a\x00\x01\x02"), 0o644))
-	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
-	// 3-byte characters so that the 200000-byte cap falls inside one.
-	big := strings.Repeat("€", 70_000) // 210000 bytes
-	must(t, os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big), 0o644))
-
-	if out := call(t, ts, "read_file", map[string]any{"path": "lines.txt"}); out.IsError || out.Text != "one\ntwo\nthree\nfour\n" {
-		t.Errorf("whole file: %+v", out)
-	}
-	out := call(t, ts, "read_file", map[string]any{"path": "lines.txt", "offset": 2, "limit": 2})
-	if !strings.HasPrefix(out.Text, "two\nthree\n") || !strings.Contains(out.Text, "lines 2-3 of 4") {
-		t.Errorf("window: %q", out.Text)
-	}
-	if out := call(t, ts, "read_file", map[string]any{"path": "lines.txt", "offset": 4}); out.Text != "four\n" {
-		t.Errorf("last line: %q", out.Text)
-	}
-	if out := call(t, ts, "read_file", map[string]any{"path": "lines.txt", "offset": 9}); !strings.Contains(out.Text, "past the end") {
-		t.Errorf("offset past the end: %q", out.Text)
-	}
-	out = call(t, ts, "read_file", map[string]any{"path": "big.txt"})
-	text, marker, _ := strings.Cut(out.Text, "\n[truncated")
-	if len(text) > tool.MaxReadBytes || len(text) < tool.MaxReadBytes-3 || !strings.Contains(marker, "of 210000 bytes") {
-		t.Errorf("cap: kept %d bytes, marker %q", len(text), marker)
-	}
-	if !utf8Valid(text) {
-		t.Error("the cap cut a character")
-	}
-	out = call(t, ts, "read_file", map[string]any{"path": "bin.dat"})
-	if out.IsError || !strings.Contains(out.Text, "binary file") || strings.Contains(out.Text, "GIF") {
-		t.Errorf("binary: %+v", out)
-	}
-	wantErrText(t, call(t, ts, "read_file", map[string]any{"path": "missing.txt"}), "no such file")
-	wantErrText(t, call(t, ts, "read_file", map[string]any{"path": "../etc/passwd"}), "escapes the sandbox root")
-	wantErrText(t, call(t, ts, "read_file", map[string]any{"path": "sub"}), "is a directory")
-	wantErrText(t, call(t, ts, "read_file", map[string]any{"path": "lines.txt", "bogus": 1}), "unknown field")
-	wantErrText(t, call(t, ts, "read_file", map[string]any{}), "needs a path")
-	wantErrText(t, call(t, ts, "read_file", map[string]any{"path": "lines.txt", "offset": -1}), "negative")
-	if out, err := ts.Call(bg, "read_file", json.RawMessage(`{"path": "lines.txt"} {}`)); err != nil || !out.IsError {
-		t.Errorf("trailing JSON: %+v %v", out, err)
-	}
-}
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestWriteGuard(t *testing.T) {
-	sb, dir := localSB(t)
-	ts := toolset(t, sb, permission.Config{Mode: permission.Auto})
-	host := func(p string) string { return filepath.Join(dir, p) }
-	must(t, os.WriteFile(host("a.txt"), []byte("original"), 0o644))
-
-	// New files write freely.
-	out := call(t, ts, "write_file", map[string]any{"path": "new/b.txt", "content": "fresh"})
-	wantOK(t, out)
-	if b, _ := os.ReadFile(host("new/b.txt")); string(b) != "fresh" {
-		t.Fatalf("new file holds %q", b)
-	}
-	// ...and the session may rewrite what it wrote itself.
-	wantOK(t, call(t, ts, "write_file", map[string]any{"path": "new/b.txt", "content": "again"}))
-
-	// An existing file never read is refused.
-	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "a.txt", "content": "clobber"}), "read a.txt before overwriting it")
-	// Reading it as ./a.txt covers a.txt (Nexo keyed on the raw string).
-	wantOK(t, call(t, ts, "read_file", map[string]any{"path": "./a.txt"}))
-	wantOK(t, call(t, ts, "write_file", map[string]any{"path": "a.txt", "content": "mine"}))
-	if b, _ := os.ReadFile(host("a.txt")); string(b) != "mine" {
-		t.Fatalf("a.txt holds %q", b)
-	}
-
-	// Changed underneath since the read: refused as stale, by size...
-	wantOK(t, call(t, ts, "read_file", map[string]any{"path": "a.txt"}))
-	must(t, os.WriteFile(host("a.txt"), []byte("someone else"), 0o644))
-	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "a.txt", "content": "x"}), "stale: a.txt changed since you read it")
-	// ...and by mtime alone (same size).
-	wantOK(t, call(t, ts, "read_file", map[string]any{"path": "a.txt"}))
-	must(t, os.WriteFile(host("a.txt"), []byte("SOMEONE ELSE"), 0o644))
-	must(t, os.Chtimes(host("a.txt"), time.Now(), time.Now().Add(time.Hour)))
-	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "a.txt", "content": "x"}), "stale")
-	if b, _ := os.ReadFile(host("a.txt")); string(b) != "SOMEONE ELSE" {
-		t.Fatalf("refused write changed the file: %q", b)
-	}
-	// The guard applies to edit_file too.
-	must(t, os.WriteFile(host("c.txt"), []byte("x"), 0o644))
-	wantErrText(t, call(t, ts, "edit_file", map[string]any{"path": "c.txt", "old_string": "x", "new_string": "y"}), "read c.txt before overwriting it")
-
-	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "../out.txt", "content": "x"}), "escapes")
-	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "new", "content": "x"}), "is a directory")
-	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "d.txt"}), "needs a path and content")
-	// Empty content is content.
-	wantOK(t, call(t, ts, "write_file", map[string]any{"path": "empty.txt", "content": ""}))
-
-	// The virtual tier has no guard: nothing else can change its files.
-	vts := toolset(t, virtual.New(), permission.Config{Mode: permission.Auto})
-	wantOK(t, call(t, vts, "write_file", map[string]any{"path": "v.txt", "content": "1"}))
-	other := toolset(t, vts.Sandbox(), permission.Config{Mode: permission.Auto}) // another session, same sandbox
-	wantOK(t, call(t, other, "write_file", map[string]any{"path": "v.txt", "content": "2"}))
-}
-
-func TestEditFile(t *testing.T) {
-	sb, dir := localSB(t)
-	ts := toolset(t, sb, permission.Config{Mode: permission.Auto})
-	must(t, os.WriteFile(filepath.Join(dir, "e.go"), []byte("a := 1\nb := 1\nc := 2\n"), 0o644))
-	read := func() { wantOK(t, call(t, ts, "read_file", map[string]any{"path": "e.go"})) }
-	read()
-	wantErrText(t, call(t, ts, "edit_file", map[string]any{"path": "e.go", "old_string": "d := 3", "new_string": "x"}), "old_string not found in e.go")
-	wantErrText(t, call(t, ts, "edit_file", map[string]any{"path": "e.go", "old_string": ":= 1", "new_string": ":= 9"}), "appears 2 times")
-	wantErrText(t, call(t, ts, "edit_file", map[string]any{"path": "e.go", "old_string": "", "new_string": "x"}), "old_string is empty")
-	wantErrText(t, call(t, ts, "edit_file", map[string]any{"path": "e.go", "old_string": "c", "new_string": "c"}), "the same")
-	wantErrText(t, call(t, ts, "edit_file", map[string]any{"path": "nope.go", "old_string": "a", "new_string": "b"}), "no such file")
-
-	out := call(t, ts, "edit_file", map[string]any{"path": "e.go", "old_string": "c := 2", "new_string": "c := 3"})
-	wantOK(t, out)
-	if d, _ := out.Data.(map[string]any); d["replacements"] != 1 {
-		t.Errorf("data %+v", out.Data)
-	}
-	// Its own edit does not make the file stale for the next edit.
-	out = call(t, ts, "edit_file", map[string]any{"path": "e.go", "old_string": ":= 1", "new_string": ":= 7", "replace_all": true})
-	wantOK(t, out)
-	if b, _ := os.ReadFile(filepath.Join(dir, "e.go")); string(b) != "a := 7\nb := 7\nc := 3\n" {
-		t.Errorf("after edits: %q", b)
-	}
-}
-
-func TestGlobTool(t *testing.T) {
-	sb, dir := localSB(t)
-	ts := toolset(t, sb, permission.Config{})
-	must(t, os.MkdirAll(filepath.Join(dir, "src/x"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "src/x/a.go"), nil, 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "b.go"), nil, 0o644))
-	out := call(t, ts, "glob", map[string]any{"pattern": "**/*.go"})
-	var got struct{ Files []string }
-	must(t, json.Unmarshal([]byte(out.Text), &got))
-	if !slices.Equal(got.Files, []string{"b.go", "src/x/a.go"}) {
-		t.Errorf("glob: %s", out.Text)
-	}
-	out = call(t, ts, "glob", map[string]any{"pattern": "*.none"})
-	if out.IsError || out.Text != `{"files":[]}` {
-		t.Errorf("no match must be an empty list: %s", out.Text)
-	}
-	wantErrText(t, call(t, ts, "glob", map[string]any{"pattern": "../*"}), "escapes")
-	wantErrText(t, call(t, ts, "glob", map[string]any{"pattern": "["}), "invalid")
-}
-
-func TestShellTool(t *testing.T) {
-	sb, _ := localSB(t)
-	ts := toolset(t, sb, permission.Config{Mode: permission.Auto})
-	var r tool.ShellResult
-	out := call(t, ts, "shell", map[string]any{"command": `printf '\033[1;31mred\033[0m\n'; seq 1 300 >&2; exit 3`})
-	must(t, json.Unmarshal([]byte(out.Text), &r))
-	if out.IsError || r.ExitCode != 3 || r.Stdout != "red\n" || r.TimedOut {
-		t.Errorf("shell: %+v", out)
-	}
-	if !strings.HasPrefix(r.Stderr, "[truncated 100 lines]\n101\n") || !strings.HasSuffix(r.Stderr, "\n300\n") {
-		t.Errorf("stderr not truncated to the last 200 lines: %.60q...", r.Stderr)
-	}
-	out = call(t, ts, "shell", map[string]any{"command": "sleep 10", "timeout": 0.3})
-	must(t, json.Unmarshal([]byte(out.Text), &r))
-	if !r.TimedOut || !strings.Contains(r.Stderr, "timed out") {
-		t.Errorf("timeout: %+v", out)
-	}
-	wantErrText(t, call(t, ts, "shell", map[string]any{"command": "true", "timeout": -1}), "timeout must be")
-	wantErrText(t, call(t, ts, "shell", map[string]any{"command": " "}), "needs a command")
-}
-
-func TestTruncate(t *testing.T) {
-	lines := func(n int) string {
-		var b strings.Builder
-		for i := 1; i <= n; i++ {
-			fmt.Fprintf(&b, "%d\n", i)
-		}
-		return b.String()
-	}
-	cases := []struct {
-		name, in, want string
-		maxLines, max  int
-	}{
-		{"short", "a\nb\n", "a\nb\n", 200, 100},
-		{"ansi", "\x1b[1;31mred\x1b[0m \x1b]0;title\x07x\x1b[2K", "red x", 200, 100},
-		{"lines", lines(5), "[truncated 2 lines]\n3\n4\n5\n", 3, 100},
-		{"no trailing newline", "1\n2\n3", "[truncated 1 lines]\n2\n3", 2, 100},
-		{"chars keep the end", "abcdef", "def", 10, 3},
-		{"chars never cut a rune", "ééééé", "ééé", 10, 3},
-		{"exactly max lines", lines(3), lines(3), 3, 100},
-		{"empty", "", "", 3, 100},
-		{"one newline", "\n", "\n", 3, 100},
-		{"empty lines", "\n\n\n\n", "[truncated 2 lines]\n\n\n", 2, 100},
-		{"no lines kept", lines(2), "[truncated 2 lines]\n", 0, 100},
-		{"no lines kept, no trailing newline", "1\n2", "[truncated 2 lines]", 0, 100},
-		{"negative lines", "ab\n", "[truncated 1 lines]\n", -1, 100},
-		{"no chars", "ab\n", "", 10, 0},
-		{"bad UTF-8 counts as one", "ab\xff\xfecd", "\ufffd\ufffdcd", 10, 4},
-		{"bad UTF-8 kept when nothing is cut", "a\xff", "a\xff", 10, 4},
-		{"lines, then chars", lines(5), "4\n5\n", 2, 4},
-	}
-	for _, c := range cases {
-		if got := tool.Truncate(c.in, c.maxLines, c.max); got != c.want {
-			t.Errorf("%s: Truncate = %q, want %q", c.name, got, c.want)
-		}
 	}
 }
 
@@ -411,36 +207,6 @@ func TestGuardBeforeGate(t *testing.T) {
 	}
 }
 
-// A glob answer lists at most MaxGlobBytes of names, then says how many
-// more matched (review 15c: 90000 names made one MCP message over the
-// client's line limit, which ended the session).
-func TestGlobAnswerIsBounded(t *testing.T) {
-	sb := virtual.New()
-	const n = 3000
-	name := strings.Repeat("x", 60)
-	for i := range n {
-		if err := sb.Write(bg, fmt.Sprintf("d/%s%04d", name, i), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ts := toolset(t, sb, permission.Config{Mode: permission.Auto})
-	out := call(t, ts, "glob", map[string]any{"pattern": "d/*"})
-	var got struct {
-		Files []string `json:"files"`
-		More  int      `json:"more"`
-		Note  string   `json:"note"`
-	}
-	if err := json.Unmarshal([]byte(out.Text), &got); err != nil {
-		t.Fatalf("%v: %.200s", err, out.Text)
-	}
-	if len(out.Text) > tool.MaxGlobBytes+1000 || len(got.Files)+got.More != n || got.More == 0 || !strings.Contains(got.Note, "narrow the pattern") {
-		t.Errorf("answer of %d bytes: %d files, %d more, note %q; want at most about %d bytes, %d in all", len(out.Text), len(got.Files), got.More, got.Note, tool.MaxGlobBytes, n)
-	}
-	if out := call(t, ts, "glob", map[string]any{"pattern": "d/*0001"}); !strings.Contains(out.Text, "0001") || strings.Contains(out.Text, "more") {
-		t.Errorf("a small answer: %s", out.Text)
-	}
-}
-
 // Every file tool refuses a path no sandbox takes (over MaxPathLen bytes,
 // or holding a NUL) before anything else, in one short line that does
 // not echo it, and the audit log never sees it.
@@ -469,5 +235,250 @@ func TestBadPathsRefusedFirst(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(auditPath); len(b) != 0 {
 		t.Errorf("the audit log holds %d bytes for calls refused before the gate: %.200s", len(b), b)
+	}
+}
+
+// toolsetWith is a Toolset of opts whose gate is made of cfg.
+func toolsetWith(t *testing.T, opts tool.Options, cfg permission.Config) *tool.Toolset {
+	t.Helper()
+	g, err := permission.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Gate = g
+	ts, err := tool.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// callRaw calls a tool with raw JSON arguments and turns a panic into a
+// test failure (the MCP SDK does not recover handler panics: a panic
+// there ends the whole server process).
+func callRaw(t *testing.T, ts *tool.Toolset, name, raw string) (out tool.Output, err error) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("%s(%s) panicked: %v", name, raw, p)
+		}
+	}()
+	return ts.Call(context.Background(), name, json.RawMessage(raw))
+}
+
+// allocDuring reports how many bytes fn allocated.
+func allocDuring(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A path longer than any sandbox takes is refused before the gate
+// without being echoed, by write_file and edit_file too (whose
+// checkOverwrite and Stat run before the gate): one call with a 1 MiB
+// path gets a short error, not an answer holding the path, in every mode
+// that offers them.
+// Origin: review 16.
+func TestWriteToolsDoNotEchoLongPath(t *testing.T) {
+	sb, _ := localSB(t)
+	ts := toolset(t, sb, permission.Config{Mode: permission.Auto})
+	long := strings.Repeat("p", 1<<20)
+	for name, args := range map[string]map[string]any{
+		"write_file": {"path": long, "content": "x"},
+		"edit_file":  {"path": long, "old_string": "a", "new_string": "b"},
+	} {
+		out := call(t, ts, name, args)
+		if !out.IsError || len(out.Text) > 64<<10 {
+			t.Errorf("%s with a %d byte path: error %v, answer of %d bytes (%.120q...)", name, len(long), out.IsError, len(out.Text), out.Text)
+		}
+	}
+}
+
+// A read_file call in the default read_only mode with a path of any
+// length (over sandbox.MaxPathLen) is refused before the gate, so neither
+// the audit log nor the answer holds the path: a client cannot fill the
+// disk through "hutch mcp --audit" with 15 MiB paths, nor get them back.
+// Origin: review 15c.
+func TestLongPathReachesNeitherAuditNorAnswer(t *testing.T) {
+	sb, _ := localSB(t)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := permission.OpenAudit(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = audit.Close() })
+	ts := toolset(t, sb, permission.Config{Mode: permission.ReadOnly, Audit: audit})
+	long := strings.Repeat("p", 1<<20)
+	out := call(t, ts, "read_file", map[string]any{"path": long})
+	fi, err := os.Stat(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 64<<10 || len(out.Text) > 64<<10 {
+		t.Errorf("one read_file with a %d byte path (over the %d byte limit): audit line of %d bytes, answer of %d bytes",
+			len(long), sandbox.MaxPathLen, fi.Size(), len(out.Text))
+	}
+}
+
+// A container sandbox's approval scope names what its calls reach (a
+// digest of the engine and the normalized options: image, binds' host
+// sources), not only its working directory inside the container
+// ("/workspace" by default): two container servers sharing one approval
+// store, binding different host directories, images or engines, have
+// different scopes, so an approval a person gave for "rm -rf ." in one is
+// not claimed in the other (permission's promise: "one given for one
+// workspace never covers a call in another that shares the store").
+// Origin: review 7.
+func TestContainerScopeNamesTheWorkspace(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	mk := func(o container.Options) string {
+		o.Program, o.NoHelper = "/bin/true", true // New starts nothing
+		sb, err := container.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tool.Scope(sb)
+	}
+	base := container.Options{Image: "debian:stable-slim", Binds: []container.Bind{{Source: a, Target: "/workspace", Writable: true}}}
+	s0 := mk(base)
+	for name, o := range map[string]container.Options{
+		"other host directory": {Image: base.Image, Binds: []container.Bind{{Source: b, Target: "/workspace", Writable: true}}},
+		"other image":          {Image: "alpine:3", Binds: base.Binds},
+		"other engine":         {Image: base.Image, Binds: base.Binds, Engine: container.Engine{Host: "ssh://me@build"}},
+	} {
+		if s := mk(o); s == s0 {
+			t.Errorf("%s: same approval scope %q", name, s)
+		}
+	}
+}
+
+// Local sandboxes: an approval given for one root never lets the same call
+// through in another root sharing the store, and the arguments approved are
+// the decoded ones (differently cased or duplicated keys cannot show the
+// approver one path and write another).
+// Origin: review 7.
+func TestApprovalBoundToRootAndDecodedArgs(t *testing.T) {
+	store, err := permission.OpenStore(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t, permission.Config{Mode: permission.Approve, Store: store})
+	ts := func(dir string) *tool.Toolset {
+		sb, err := local.New(dir, local.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sb.Close() })
+		s, err := tool.New(tool.Options{Sandbox: sb, Gate: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	tsA, tsB := ts(dirA), ts(dirB)
+	raw := json.RawMessage(`{"path":"decoy.txt","PATH":"x.txt","content":"v"}`)
+	_, err = tsA.Call(bg, "write_file", raw)
+	var ar *permission.ApprovalRequiredError
+	if !errors.As(err, &ar) {
+		t.Fatalf("want approval required, got %v", err)
+	}
+	a, err := store.Get(bg, ar.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Detail != "x.txt" || string(a.Arguments) != `{"content":"v","path":"x.txt"}` {
+		t.Fatalf("the person is shown %q %s; want what the tool will do", a.Detail, a.Arguments)
+	}
+	if _, err := store.Decide(bg, ar.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	// Root B: not covered.
+	if _, err := tsB.Call(bg, "write_file", json.RawMessage(`{"path":"x.txt","content":"v"}`)); !errors.Is(err, permission.ErrApprovalRequired) {
+		t.Fatalf("another root: %v; want approval required", err)
+	}
+	if _, err := os.Stat(filepath.Join(dirB, "x.txt")); err == nil {
+		t.Fatal("the approval for root A wrote in root B")
+	}
+	// Root A, plainly spelled: covered, once.
+	out, err := tsA.Call(bg, "write_file", json.RawMessage(`{"content":"v","path":"x.txt"}`))
+	if err != nil || out.IsError {
+		t.Fatalf("approved call: %+v %v", out, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dirA, "x.txt")); string(b) != "v" {
+		t.Fatalf("file holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dirA, "decoy.txt")); err == nil {
+		t.Fatal("the decoy path was written")
+	}
+}
+
+// The tools decode arguments with encoding/json, which matches keys
+// case-insensitively and lets the last duplicate win; approvals (and
+// ask-mode answers) are bound to the arguments as decoded. Two argument
+// objects with the same keys in a different order, which decode to
+// different calls, cannot share an approval: the person approves
+// "write (notes.txt)" and the agent cannot write secret.txt with it.
+// Origin: security review.
+func TestApprovalNotForgedByKeyOrder(t *testing.T) {
+	store, err := permission.OpenStore(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := virtual.New()
+	ts := toolsetWith(t, tool.Options{Sandbox: sb}, permission.Config{Mode: permission.Approve, Store: store})
+
+	shown := `{"Path":"secret.txt","path":"notes.txt","content":"pwned"}`
+	_, err = callRaw(t, ts, "write_file", shown)
+	var ar *permission.ApprovalRequiredError
+	if !errors.As(err, &ar) {
+		t.Fatalf("want approval required, got %v", err)
+	}
+	if ar.Request.Detail != "notes.txt" {
+		t.Fatalf("the human is shown %q", ar.Request.Detail)
+	}
+	if _, err := store.Decide(context.Background(), ar.ID, true); err != nil {
+		t.Fatal(err)
+	}
+
+	swapped := `{"path":"notes.txt","Path":"secret.txt","content":"pwned"}`
+	out, err := callRaw(t, ts, "write_file", swapped)
+	if _, serr := sb.Stat(context.Background(), "secret.txt"); serr == nil {
+		t.Fatalf("an approval shown as write (notes.txt) let the agent write secret.txt: %+v %v", out, err)
+	}
+}
+
+// The approval key covers the sandbox (Scope) as well as capability,
+// tool and arguments: two servers sharing one store (the README's
+// configuration uses ~/.hutch/approvals.db) do not share approvals, and a
+// request a person approved for one sandbox is not consumed by an
+// identical call in another.
+// Origin: security review.
+func TestApprovalBoundToSandbox(t *testing.T) {
+	store, err := permission.OpenStore(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := permission.Config{Mode: permission.Approve, Store: store}
+	sbA, sbB := virtual.New(), virtual.New()
+	tsA := toolsetWith(t, tool.Options{Sandbox: sbA}, cfg)
+	tsB := toolsetWith(t, tool.Options{Sandbox: sbB}, cfg)
+	args := `{"path":"deploy.txt","content":"x"}`
+
+	_, err = callRaw(t, tsA, "write_file", args)
+	var ar *permission.ApprovalRequiredError
+	if !errors.As(err, &ar) {
+		t.Fatalf("want approval required, got %v", err)
+	}
+	if _, err := store.Decide(context.Background(), ar.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	// Sandbox B never asked; its identical call must not use A's approval.
+	out, err := callRaw(t, tsB, "write_file", args)
+	if err == nil && !out.IsError {
+		t.Fatalf("sandbox B used the approval granted for sandbox A's request %s", ar.ID)
 	}
 }

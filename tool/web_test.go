@@ -70,3 +70,34 @@ func TestWebTools(t *testing.T) {
 	must(t, err)
 	wantErrText(t, call(t, ro, "fetch", map[string]any{"url": srv.URL}), "unknown tool")
 }
+
+// The fetch tool cuts the body at MaxBody bytes and drops a character
+// the cut split before judging it: a text page longer than 200000 bytes
+// whose cut falls inside a multi-byte character (any non-ASCII page, most
+// of the time) is shown as text, not "[binary content, not shown]".
+// Origin: security review.
+func TestFetchTruncatedUTF8IsText(t *testing.T) {
+	page := "a" + strings.Repeat("é", 150_000) // the 200000-byte cut splits an é
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	f, err := tool.NewFetcher(tool.FetchPolicy{Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := toolsetWith(t, tool.Options{Sandbox: virtual.New(), Fetcher: f}, permission.Config{Mode: permission.Auto})
+	raw, _ := json.Marshal(map[string]string{"url": srv.URL + "/"})
+	out, err := callRaw(t, ts, "fetch", string(raw))
+	if err != nil || out.IsError {
+		t.Fatalf("fetch: %+v %v", out, err)
+	}
+	var res tool.FetchOutput
+	if err := json.Unmarshal([]byte(out.Text), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || !strings.HasPrefix(res.Body, "aéé") {
+		t.Fatalf("a truncated UTF-8 text page was not shown: truncated=%v body=%.60q", res.Truncated, res.Body)
+	}
+}

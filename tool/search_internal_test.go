@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// sameHostRedirect promises to refuse "another host (or port) than the
-// first request's". https://h/ -> http://h/ keeps URL.Host ("h") but
-// moves the query from port 443 to port 80, in clear text.
-func TestReview11SearXNGRedirectNoDowngrade(t *testing.T) {
+// sameHostRedirect refuses "another host (or port) than the first
+// request's": https://h/ -> http://h/ keeps URL.Host ("h") but would move
+// the query from port 443 to port 80, in clear text, and is refused.
+// Origin: review 11.
+func TestSameHostRedirectRefusesDowngrade(t *testing.T) {
 	first, _ := http.NewRequest("GET", "https://searx.example.org/search?q=secret", nil)
 	next, _ := http.NewRequest("GET", "http://searx.example.org/search?q=secret", nil)
 	if err := sameHostRedirect(next, []*http.Request{first}); err == nil {
