@@ -80,8 +80,6 @@ go test -race -count=1 ./sandbox/ ./sandbox/virtual/
 go test -race -count=1 -run 'TestConformanceLocalHelper|TestFrame|TestWindowAndInbox|TestDecodeJSON' ./sandbox/container/ ./helper/
 go test -race -count=1 -run 'TestOneShot|TestProgram' ./sandbox/isolated/ ./helper/ # the raw-forked one-shot PID 1
 
-echo "== the isolated escape suite again, through sessions (init and runner) rather than one-shot runs"
-HUTCH_TEST_VIA_SESSION=1 go test -count=1 -run '^(TestControl|TestHostFilesAreInvisible|TestWritesOutsideFail|TestSymlinksInWritableDirs|TestDenied|TestProcessesAndSignals|TestCapabilitiesAndPrivileges|TestDevices|TestNetworkNone|TestHostUnixSocket|TestDeniedSyscalls|TestNoSetIDFiles|TestNoLeases|TestNoTerminalInjection|TestRootOnlyProcHidden|TestSandboxCannotExhaustUserQuotas|TestSandboxQuotaRlimits|TestCommandsDoNotSeeHutch|TestDefaultPolicyBoundsProcessesAndMemory|TestLimits|TestTimeoutKillsDaemons|TestSecretsInParentEnvironment|TestOpenFilesLimitHutchStartedWith)$' ./sandbox/isolated/
 go test -race -count=1 -short ./netproxy/ # -short: 10 MB transfers instead of 100 MB
 
 # One fuzz run. Go's fuzzer sometimes ends a loaded run with "context

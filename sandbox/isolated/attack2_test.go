@@ -1,9 +1,7 @@
 package isolated_test
 
-// Review of the runner and of the network allow-list's sandbox side. Each
-// Test* below is an attack: it fails while the weakness it names is there,
-// or it checks that an attack fails for the right reason next to a
-// positive control.
+// Attacks on the runner and on the network allow-list's sandbox side, each
+// beside a positive control that shows the attack ran.
 
 import (
 	"fmt"
@@ -116,16 +114,12 @@ func a2RunnerPolicy(e *env) policy.Policy {
 	}})
 }
 
-// Finding (medium): a command could change its runner — the process that
-// starts every later command of the session — from outside. It runs as
-// the runner's own user, so without any capability it may still lower the
-// runner's resource limits (prlimit), raise its nice value, make it
-// SCHED_IDLE, pin it to one CPU and give it idle I/O priority. Every later
-// command inherited all of it; a lowered open-files limit even left the
-// runner unable to take the next command's streams, and every later
-// command of the session failed with "runner: exec needs a command and
-// three pipes". Fixed in helper/runner_linux.go: the runner records its
+// A command that changes its runner from outside (lowers its resource
+// limits with prlimit, raises its nice value, makes it SCHED_IDLE, pins
+// it to one CPU, gives it idle I/O priority: all allowed to the runner's
+// own user) changes nothing for later commands: the runner records its
 // state once confined and retires after a command that changed it.
+// Origin: review of the runner.
 func TestAttack2RunnerStateDoesNotLeakToTheNextCommand(t *testing.T) {
 	// The runner's threads have the lowest ids of the command's PID
 	// namespace (PID 1's own is 1): apply cmd to each id below the
@@ -190,13 +184,10 @@ func TestAttack2RunnerStateDoesNotLeakToTheNextCommand(t *testing.T) {
 	})
 }
 
-// Finding (low): a command killed its runner — and so itself — with any
-// of SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSTKFLT or
-// SIGSYS sent to PID 1: the runner caught only a list of signals, and the
-// Go runtime dies of the others. Only the command itself was hurt (it
-// ended as killed by SIGKILL, though nothing killed it), but PID 1 is
-// meant to shrug off every signal. Fixed in helper/runner_linux.go: the
-// runner relays every signal to a channel it drains.
+// Every signal sent to PID 1 (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE,
+// SIGSEGV, SIGSTKFLT and SIGSYS among them) leaves the runner alive: it
+// relays every signal to a channel it drains, so the Go runtime dies of
+// none. Origin: review of the runner.
 func TestAttack2RunnerSurvivesEverySignal(t *testing.T) {
 	e := newEnv(t)
 	sb := a2Session(t, e.pol)

@@ -42,6 +42,17 @@ func init() {
 	case "map":
 		n, _ := strconv.Atoi(args[0])
 		attackMap(n)
+	case "unix-hibit":
+		attackUnixHiBit(args[0])
+	case "int80":
+		attackInt80(args[0])
+	case "vsock":
+		attackVsock()
+	case "procmem":
+		attackProcMem()
+	case "shmalloc":
+		mib, _ := strconv.Atoi(args[1])
+		attackShmAlloc(args[0], mib)
 	}
 	fmt.Printf("attack %s done\n", name)
 	os.Exit(0)

@@ -28,96 +28,97 @@ import (
 // the memory) or killed at the limit (a memory cgroup, which this costs
 // DefaultMemory, at most 8 GiB and half the host's, for a moment).
 func TestDefaultPolicyBoundsProcessesAndMemory(t *testing.T) {
-	e := newEnv(t)
-	if want := (policy.Limits{Processes: policy.DefaultProcesses, Memory: policy.DefaultMemory()}); e.pol.Limits != want {
-		t.Fatalf("the test's policy has limits %+v, not the default's %+v", e.pol.Limits, want)
-	}
-	seen := limitsSeenByHost(t, e.pol)
-	pidsHeld := seen.pids == strconv.Itoa(policy.DefaultProcesses)
-	memoryHeld := seen.memory == strconv.FormatInt(int64(policy.DefaultMemory()), 10)
-	t.Run("held by the host's kernel", func(t *testing.T) {
-		if !pidsHeld {
-			t.Errorf("process limit %q (by cgroup %v), want %d", seen.pids, seen.pidsByCgroup, policy.DefaultProcesses)
+	inEveryMode(t, func(t *testing.T, e *env) {
+		if want := (policy.Limits{Processes: policy.DefaultProcesses, Memory: policy.DefaultMemory()}); e.pol.Limits != want {
+			t.Fatalf("the test's policy has limits %+v, not the default's %+v", e.pol.Limits, want)
 		}
-		if !memoryHeld {
-			t.Errorf("memory limit %q (by cgroup %v), want %d", seen.memory, seen.memoryByCgroup, int64(policy.DefaultMemory()))
-		}
-	})
-	t.Run("processes at once", func(t *testing.T) {
-		// Forks sleeping children until the kernel refuses (or the
-		// suite's cap of 4096), and prints how many processes it had at
-		// once, itself included: no churn, so the count is exact.
-		r := e.runWith(t, e.pol, sandbox.Command{Args: []string{"perl", "-e",
-			`my $n = 1; my @kids; while ($n < 4096) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 60; exit 0 } push @kids, $p; $n++ } print "$n\n"; kill 9, @kids`},
-			Timeout: 60 * time.Second})
-		n, err := strconv.Atoi(strings.TrimSpace(string(r.Stdout)))
-		switch {
-		case err != nil || r.ExitCode != 0:
-			t.Fatalf("the count did not run: exit %d, stdout %q, stderr %.300q", r.ExitCode, r.Stdout, r.Stderr)
-		case n > policy.DefaultProcesses:
-			t.Errorf("%d processes at once under the default policy; its limit is %d", n, policy.DefaultProcesses)
-		case seen.pidsByCgroup && (n != policy.DefaultProcesses || r.Limit != "pids"):
-			t.Errorf("%d processes at once (limit %q), want exactly %d and limit pids: the commands' pids group holds them", n, r.Limit, policy.DefaultProcesses)
-		case n < policy.DefaultProcesses-64:
-			// RLIMIT_NPROC counts hutch's own tasks in the sandbox too
-			// (a one-shot's PID 1, a session's helpers' threads); fewer
-			// than that is some other limit, not the default's.
-			t.Errorf("only %d processes at once: something other than the default's limit of %d stopped them", n, policy.DefaultProcesses)
-		}
-	})
-	t.Run("fork bomb", func(t *testing.T) {
-		if !pidsHeld {
-			t.Fatal("no default process limit holds the sandbox: not setting off a fork bomb on the host")
-		}
-		// The suite's bomb, from perl, which waits until its own probe
-		// fork is refused (the limit is reached: on a loaded machine that
-		// takes longer than any fixed wait), at most 50 seconds, then
-		// kills every process of the sandbox but PID 1 and perl. The
-		// marker names its shells, which must all be gone afterwards.
-		marker := fmt.Sprintf("bomb-%d", time.Now().UnixNano())
-		bomb := "f() { f | f & }; f # " + marker
-		r := e.runWith(t, e.pol, sandbox.Command{Args: []string{"perl", "-e",
-			`defined(my $p = fork) or die "fork: $!"; if ($p == 0) { exec "/bin/sh", "-c", $ARGV[0]; exit 127 } ` +
-				`for (1 .. 500) { select(undef, undef, undef, 0.1); my $q = fork; last unless defined $q; if ($q == 0) { exit 0 } waitpid($q, 0) } ` +
-				`kill 9, -1; print "stopped\n"`, bomb},
-			Timeout: 60 * time.Second})
-		refused := strings.Contains(string(r.Stderr), "Cannot fork") || strings.Contains(string(r.Stderr), "fork failed")
-		switch {
-		case r.TimedOut || r.ExitCode != 0 || !strings.Contains(string(r.Stdout), "stopped"):
-			t.Errorf("the bomb's driver did not end it: exit %d, timed out %v, stdout %q, stderr %.300q", r.ExitCode, r.TimedOut, r.Stdout, r.Stderr)
-		case seen.pidsByCgroup && r.Limit != "pids":
-			t.Errorf("fork bomb: limit %q, want pids (stderr %.300q)", r.Limit, r.Stderr)
-		case !refused:
-			t.Errorf("fork bomb: no fork was refused (limit %q, stderr %.300q)", r.Limit, r.Stderr)
-		}
-		if left := sandboxtest.Survivors(marker, 3*time.Second); len(left) > 0 {
-			t.Errorf("the bomb's processes outlived the sandbox: %v", left)
-		}
-	})
-	t.Run("memory bomb", func(t *testing.T) {
-		if !memoryHeld {
-			t.Fatal("no default memory limit holds the sandbox: not setting off a memory bomb on the host")
-		}
-		size := policy.DefaultMemory() + 256<<20
-		if seen.memoryByCgroup {
-			// The cgroup lets the bomb use its limit's worth before the
-			// kill: the host must have that to spare.
-			if avail := memAvailable(t); avail < policy.DefaultMemory()+1<<30 {
-				testenv.Missing(t, "%v of free memory for the bomb under a memory cgroup (available: %v)", policy.DefaultMemory()+1<<30, avail)
+		seen := limitsSeenByHost(t, e.pol)
+		pidsHeld := seen.pids == strconv.Itoa(policy.DefaultProcesses)
+		memoryHeld := seen.memory == strconv.FormatInt(int64(policy.DefaultMemory()), 10)
+		t.Run("held by the host's kernel", func(t *testing.T) {
+			if !pidsHeld {
+				t.Errorf("process limit %q (by cgroup %v), want %d", seen.pids, seen.pidsByCgroup, policy.DefaultProcesses)
 			}
-		}
-		self, _ := os.Executable()
-		r := e.runWith(t, e.pol, sandbox.Command{Args: []string{self, "-test.run=^$", strconv.FormatInt(int64(size), 10)},
-			Env: map[string]string{"HUTCH_ATTACK": "map"}, Timeout: 120 * time.Second})
-		out := string(r.Stdout) + string(r.Stderr)
-		switch {
-		case strings.Contains(out, "ALLOCATED") || r.TimedOut:
-			t.Errorf("%v under the default memory limit of %v: exit %d, timed out %v, %.300s", size, policy.DefaultMemory(), r.ExitCode, r.TimedOut, out)
-		case seen.memoryByCgroup && (r.Limit != "memory" || r.ExitCode == 0):
-			t.Errorf("%v under a memory cgroup of %v: exit %d, limit %q, want the command killed and limit memory; %.300s", size, policy.DefaultMemory(), r.ExitCode, r.Limit, out)
-		case !seen.memoryByCgroup && !strings.Contains(out, "REFUSED"):
-			t.Errorf("%v under RLIMIT_DATA %v: exit %d, want the mapping refused; %.300s", size, policy.DefaultMemory(), r.ExitCode, out)
-		}
+			if !memoryHeld {
+				t.Errorf("memory limit %q (by cgroup %v), want %d", seen.memory, seen.memoryByCgroup, int64(policy.DefaultMemory()))
+			}
+		})
+		t.Run("processes at once", func(t *testing.T) {
+			// Forks sleeping children until the kernel refuses (or the
+			// suite's cap of 4096), and prints how many processes it had at
+			// once, itself included: no churn, so the count is exact.
+			r := e.runWith(t, e.pol, sandbox.Command{Args: []string{"perl", "-e",
+				`my $n = 1; my @kids; while ($n < 4096) { my $p = fork; last unless defined $p; if ($p == 0) { sleep 60; exit 0 } push @kids, $p; $n++ } print "$n\n"; kill 9, @kids`},
+				Timeout: 60 * time.Second})
+			n, err := strconv.Atoi(strings.TrimSpace(string(r.Stdout)))
+			switch {
+			case err != nil || r.ExitCode != 0:
+				t.Fatalf("the count did not run: exit %d, stdout %q, stderr %.300q", r.ExitCode, r.Stdout, r.Stderr)
+			case n > policy.DefaultProcesses:
+				t.Errorf("%d processes at once under the default policy; its limit is %d", n, policy.DefaultProcesses)
+			case seen.pidsByCgroup && (n != policy.DefaultProcesses || r.Limit != "pids"):
+				t.Errorf("%d processes at once (limit %q), want exactly %d and limit pids: the commands' pids group holds them", n, r.Limit, policy.DefaultProcesses)
+			case n < policy.DefaultProcesses-64:
+				// RLIMIT_NPROC counts hutch's own tasks in the sandbox too
+				// (a one-shot's PID 1, a session's helpers' threads); fewer
+				// than that is some other limit, not the default's.
+				t.Errorf("only %d processes at once: something other than the default's limit of %d stopped them", n, policy.DefaultProcesses)
+			}
+		})
+		t.Run("fork bomb", func(t *testing.T) {
+			if !pidsHeld {
+				t.Fatal("no default process limit holds the sandbox: not setting off a fork bomb on the host")
+			}
+			// The suite's bomb, from perl, which waits until its own probe
+			// fork is refused (the limit is reached: on a loaded machine that
+			// takes longer than any fixed wait), at most 50 seconds, then
+			// kills every process of the sandbox but PID 1 and perl. The
+			// marker names its shells, which must all be gone afterwards.
+			marker := fmt.Sprintf("bomb-%d", time.Now().UnixNano())
+			bomb := "f() { f | f & }; f # " + marker
+			r := e.runWith(t, e.pol, sandbox.Command{Args: []string{"perl", "-e",
+				`defined(my $p = fork) or die "fork: $!"; if ($p == 0) { exec "/bin/sh", "-c", $ARGV[0]; exit 127 } ` +
+					`for (1 .. 500) { select(undef, undef, undef, 0.1); my $q = fork; last unless defined $q; if ($q == 0) { exit 0 } waitpid($q, 0) } ` +
+					`kill 9, -1; print "stopped\n"`, bomb},
+				Timeout: 60 * time.Second})
+			refused := strings.Contains(string(r.Stderr), "Cannot fork") || strings.Contains(string(r.Stderr), "fork failed")
+			switch {
+			case r.TimedOut || r.ExitCode != 0 || !strings.Contains(string(r.Stdout), "stopped"):
+				t.Errorf("the bomb's driver did not end it: exit %d, timed out %v, stdout %q, stderr %.300q", r.ExitCode, r.TimedOut, r.Stdout, r.Stderr)
+			case seen.pidsByCgroup && r.Limit != "pids":
+				t.Errorf("fork bomb: limit %q, want pids (stderr %.300q)", r.Limit, r.Stderr)
+			case !refused:
+				t.Errorf("fork bomb: no fork was refused (limit %q, stderr %.300q)", r.Limit, r.Stderr)
+			}
+			if left := sandboxtest.Survivors(marker, 3*time.Second); len(left) > 0 {
+				t.Errorf("the bomb's processes outlived the sandbox: %v", left)
+			}
+		})
+		t.Run("memory bomb", func(t *testing.T) {
+			if !memoryHeld {
+				t.Fatal("no default memory limit holds the sandbox: not setting off a memory bomb on the host")
+			}
+			size := policy.DefaultMemory() + 256<<20
+			if seen.memoryByCgroup {
+				// The cgroup lets the bomb use its limit's worth before the
+				// kill: the host must have that to spare.
+				if avail := memAvailable(t); avail < policy.DefaultMemory()+1<<30 {
+					testenv.Missing(t, "%v of free memory for the bomb under a memory cgroup (available: %v)", policy.DefaultMemory()+1<<30, avail)
+				}
+			}
+			self, _ := os.Executable()
+			r := e.runWith(t, e.pol, sandbox.Command{Args: []string{self, "-test.run=^$", strconv.FormatInt(int64(size), 10)},
+				Env: map[string]string{"HUTCH_ATTACK": "map"}, Timeout: 120 * time.Second})
+			out := string(r.Stdout) + string(r.Stderr)
+			switch {
+			case strings.Contains(out, "ALLOCATED") || r.TimedOut:
+				t.Errorf("%v under the default memory limit of %v: exit %d, timed out %v, %.300s", size, policy.DefaultMemory(), r.ExitCode, r.TimedOut, out)
+			case seen.memoryByCgroup && (r.Limit != "memory" || r.ExitCode == 0):
+				t.Errorf("%v under a memory cgroup of %v: exit %d, limit %q, want the command killed and limit memory; %.300s", size, policy.DefaultMemory(), r.ExitCode, r.Limit, out)
+			case !seen.memoryByCgroup && !strings.Contains(out, "REFUSED"):
+				t.Errorf("%v under RLIMIT_DATA %v: exit %d, want the mapping refused; %.300s", size, policy.DefaultMemory(), r.ExitCode, out)
+			}
+		})
 	})
 }
 

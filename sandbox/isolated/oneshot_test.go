@@ -130,3 +130,18 @@ func TestOneShotEndings(t *testing.T) {
 		t.Errorf("cancel: %v after %v", err, time.Since(start))
 	}
 }
+
+// A policy that denies /proc or /proc/self still runs its commands in a
+// one-shot run (PID 1 sets its OOM score before the deny masks). A
+// session's helpers start from /proc/self/exe, so such a policy is
+// one-shot only. Origin: review 6.
+func TestDenyProcStillRuns(t *testing.T) {
+	e := newEnv(t)
+	for _, deny := range []string{"/proc", "/proc/self"} {
+		pol := e.pol.Extend(policy.Policy{Deny: []string{deny}})
+		r := e.runWith(t, pol, sandbox.Command{Shell: "echo ran"})
+		if r.ExitCode != 0 || !strings.Contains(string(r.Stdout), "ran") {
+			t.Errorf("deny %s: exit %d, %q %q", deny, r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+}

@@ -21,12 +21,9 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 )
 
-// ---------------------------------------------------------------------------
-// Finding: the seccomp filter only applies to the x86_64 system-call ABI.
-// The policy assembler hutch used then jumped every other architecture to
-// the policy's default action, which is Allow here, so the i386 ABI
-// (int $0x80, available on any x86_64 kernel with IA32 emulation) reached
-// every "denied" system call.
+// The seccomp filter covers the i386 system-call ABI (int $0x80, there on
+// any x86_64 kernel with IA32 emulation) as well as x86_64: a denied call
+// is denied through either. Origin: review 2.
 
 // i386 system-call numbers.
 const (
@@ -84,7 +81,7 @@ func (s *int80) call(nr uint32, args ...uint32) int32 {
 	return int32(blk[7])
 }
 
-func r2Int80(path string) {
+func attackInt80(path string) {
 	s, err := newInt80()
 	if err != nil {
 		fmt.Println("no int80 page:", err)
@@ -142,7 +139,7 @@ func r2Int80(path string) {
 	}
 }
 
-func TestReview2SeccompI386ABI(t *testing.T) {
+func TestSeccompRefusesI386ABI(t *testing.T) {
 	const (
 		auditArchX8664 = 0xc000003e
 		auditArchI386  = 0x40000003
@@ -176,7 +173,7 @@ func TestReview2SeccompI386ABI(t *testing.T) {
 	dir, path, connected := hostUnixSocket(t)
 	self, _ := os.Executable()
 	r := e.runWith(t, e.pol.Extend(policy.Policy{Read: []string{dir}}), sandbox.Command{Args: []string{self, "-test.run=^$", path},
-		Env: map[string]string{"HUTCH_R2": "int80"}, Timeout: 10 * time.Second})
+		Env: map[string]string{"HUTCH_ATTACK": "int80"}, Timeout: 10 * time.Second})
 	out := string(r.Stdout) + string(r.Stderr)
 	switch {
 	case strings.Contains(out, "fatal error: fault") && !strings.Contains(out, "ALLOWED"):

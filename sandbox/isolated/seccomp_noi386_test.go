@@ -7,5 +7,5 @@ import (
 	"runtime"
 )
 
-// r2Int80 has nothing to try where there is no i386 system-call ABI.
-func r2Int80(string) { fmt.Println("no i386 ABI on", runtime.GOARCH) }
+// attackInt80 has nothing to try where there is no i386 system-call ABI.
+func attackInt80(string) { fmt.Println("no i386 ABI on", runtime.GOARCH) }
