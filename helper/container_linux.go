@@ -46,8 +46,15 @@ func containerMain(args []string) (code int, ok bool) {
 	}
 	switch args[0] {
 	case "init":
-		reserveThreads(idleThreads)
-		return containerInit(), true
+		ready, watch := "", len(args) == 2 && strings.HasPrefix(args[1], "--until-eof=")
+		if watch {
+			ready = strings.TrimPrefix(args[1], "--until-eof=")
+		} else if len(args) > 1 {
+			fmt.Fprintf(os.Stderr, "hutch-helper: unknown arguments %q (usage: hutch-helper init [--until-eof=READY])\n", args[1:])
+			return 2, true
+		}
+		reserveThreads(idleThreads + 1) // one more for the read of stdin
+		return containerInit(watch, ready), true
 	case "serve":
 		lim, root, err := serveArgs(args[1:])
 		if err != nil {
@@ -112,16 +119,32 @@ func serveArgs(args []string) (lim CommandLimits, root string, err error) {
 // containerInit is an idle PID 1: it reaps every orphan that comes to it
 // and ignores the signals a command inside could send it (the kernel then
 // drops them: PID 1 receives no signal it ignores). `docker rm -f` still
-// ends it with SIGKILL.
-func containerInit() int {
+// ends it with SIGKILL. With untilEOF (a watched container: its stdin is
+// a pipe only the hutch that made it holds) it prints ready on stdout,
+// then exits at the end of its stdin — when that hutch lets go or dies —
+// and the container ends with it. It is not dumpable, so a command
+// cannot open its stdin through /proc and hold it open.
+func containerInit(untilEOF bool, ready string) int {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
+	var eof chan struct{} // nil: never
+	if untilEOF {
+		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+		eof = make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(eof)
+		}()
+		fmt.Println(ready)
+	}
 	for {
 		noChildren()
 		select {
 		case <-chld:
+		case <-eof:
+			return 0
 		case <-time.After(time.Minute): // a missed signal costs at most this
 		}
 	}

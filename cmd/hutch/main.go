@@ -3,6 +3,7 @@
 //	hutch run [--tier virtual|local] [--root DIR] [--timeout DUR] [--env K=V]... [--json] -- CMD [ARG...]
 //	hutch check [--json]
 //	hutch version
+//	hutch gc [--runtime docker|podman] [--dry-run]
 //
 // Exit status of "hutch run": the command's own; 124 when it timed out; 125
 // when hutch could not run it (the reason is one line on stderr); 126 not
@@ -59,7 +60,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd())
+	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd(), newGCCmd())
 	ctx, stop := signalContext()
 	defer stop()
 	err := root.ExecuteContext(ctx)

@@ -37,9 +37,22 @@ func (o Options) globalArgs() []string {
 
 func (o Options) cmd(sub ...string) []string { return append(o.globalArgs(), sub...) }
 
-// keepAlive is the container's main process when hutch's helper cannot be
-// it: a shell that waits forever and, as PID 1, reaps orphans.
+// keepAlive is the main process of a container that outlives its
+// sandbox (Reconnect) when hutch's helper cannot be it: a shell that
+// waits forever and, as PID 1, reaps orphans.
 const keepAlive = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait; done`
+
+// ReadyLine is what the main process of a watched container (see
+// WatchedRunArgs) prints on its standard output once it runs.
+const ReadyLine = "hutch-ready"
+
+// keepWatch is the main process of a watched container when hutch's
+// helper cannot be it: a shell that prints ReadyLine, then reads its
+// standard input (kept on descriptor 3: an asynchronous command's own is
+// /dev/null) to its end and exits, reaping orphans meanwhile (wait takes
+// any child). A reader killed from inside is started again; only the
+// end of the input ends it.
+const keepWatch = `trap 'exit 0' TERM INT; exec 3<&0 </dev/null; echo ` + ReadyLine + `; while :; do cat <&3 >/dev/null & wait $! && exit 0; done`
 
 // RunArgs is the argv that creates and starts the container named name.
 // helper is the host path of the helper binary to mount (none when
@@ -50,11 +63,38 @@ const keepAlive = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait; done`
 // no-new-privileges, read-only root and its tmpfs mounts, process limit,
 // memory and CPU, rlimits, user, binds, masks, the helper, working
 // directory, entrypoint, image, command.
+//
+// This is the form for a container meant to outlive its sandbox
+// (Reconnect) and for Apple's runtime; the others are made with
+// WatchedRunArgs.
 func (o Options) RunArgs(name, helper string, asInit bool) []string {
-	a := o.cmd("run", "-d", "--name", name,
-		"--label", LabelID+"="+name, "--label", LabelRuntime+"="+string(o.Runtime),
-		"--label", LabelConfig+"="+o.ConfigHash(helper != ""))
-	return append(a, o.containerFlags(helper, asInit)...)
+	a := append(o.cmd("run", "-d"), o.labelArgs(name, helper, "")...)
+	return append(a, o.containerFlags(helper, asInit, false)...)
+}
+
+// WatchedRunArgs is the argv that creates and starts container name
+// attached, for a container that must not outlive the process holding
+// its standard input: `run -i --rm` (the input closes only when the
+// runtime's program sees the end of its own, or dies), the signals the
+// program gets left to it (--sig-proxy=false), the id written to
+// cidfile, and owner (see Owner) as the LabelOwner label when not empty.
+// Its main process prints ReadyLine once it runs and exits at the end of
+// its input; the runtime then removes the container. Not for Apple's
+// runtime.
+func (o Options) WatchedRunArgs(name, helper string, asInit bool, cidfile, owner string) []string {
+	a := append(o.cmd("run", "-i", "--rm", "--sig-proxy=false", "--cidfile", cidfile), o.labelArgs(name, helper, owner)...)
+	return append(a, o.containerFlags(helper, asInit, true)...)
+}
+
+// labelArgs name the container and give it its labels: identity,
+// runtime, configuration and, when not empty, owner.
+func (o Options) labelArgs(name, helper, owner string) []string {
+	a := []string{"--name", name, "--label", LabelID + "=" + name, "--label", LabelRuntime + "=" + string(o.Runtime),
+		"--label", LabelConfig + "=" + o.ConfigHash(helper != "")}
+	if owner != "" {
+		a = append(a, "--label", LabelOwner+"="+owner)
+	}
+	return a
 }
 
 // ConfigHash identifies the container these options make, with or without
@@ -71,12 +111,13 @@ func (o Options) ConfigHash(withHelper bool) string {
 	if withHelper {
 		helper = HelperPath
 	}
-	sum := sha256.Sum256([]byte(strings.Join(o.containerFlags(helper, false), "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join(o.containerFlags(helper, false, false), "\x00")))
 	return hex.EncodeToString(sum[:16])
 }
 
-// containerFlags are RunArgs after the labels.
-func (o Options) containerFlags(helper string, asInit bool) []string {
+// containerFlags are RunArgs after the labels; watched gives the main
+// process of WatchedRunArgs.
+func (o Options) containerFlags(helper string, asInit, watched bool) []string {
 	var a []string
 	network := o.Network
 	if network == "all" {
@@ -153,8 +194,13 @@ func (o Options) containerFlags(helper string, asInit bool) []string {
 		a = append(a, o.bindArgs(Bind{Source: helper, Target: HelperPath})...)
 	}
 	a = append(a, "-w", o.WorkDir)
-	if asInit {
+	switch {
+	case asInit && watched:
+		return append(a, "--entrypoint", HelperPath, o.Image, "init", "--until-eof="+ReadyLine)
+	case asInit:
 		return append(a, "--entrypoint", HelperPath, o.Image, "init")
+	case watched:
+		return append(a, "--entrypoint", "/bin/sh", o.Image, "-c", keepWatch)
 	}
 	return append(a, "--entrypoint", "/bin/sh", o.Image, "-c", keepAlive)
 }
@@ -272,20 +318,39 @@ func (o Options) FindArgs(name string) []string {
 		"--filter", "label="+LabelID+"="+name, "--filter", "label="+LabelRuntime+"="+string(o.Runtime))
 }
 
+// OwnedArgs lists the ids of this runtime's containers that carry an
+// owner label (LabelOwner), running or not.
+func (o Options) OwnedArgs() []string {
+	return o.cmd("ps", "-a", "-q", "--no-trunc", "--filter", "label="+LabelOwner, "--filter", "label="+LabelRuntime+"="+string(o.Runtime))
+}
+
+// OwnerArgs prints, a line per container of ids, its id, its name and
+// its owner label.
+func (o Options) OwnerArgs(ids ...string) []string {
+	return append(o.cmd("inspect", "--type", "container", "--format", `{{.Id}} {{.Name}} {{index .Config.Labels "`+LabelOwner+`"}}`), ids...)
+}
+
 // LabelArgs is the argv printing container id's label (empty when it has
 // none). Not for Apple's runtime, which has no reconnect.
 func (o Options) LabelArgs(id, label string) []string {
 	return o.cmd("inspect", "--type", "container", "--format", `{{index .Config.Labels "`+label+`"}}`, id)
 }
 
-// StateArgs prints whether container id is running ("true"/"false"). On
-// Apple it only inspects the container (its exit status says whether the
-// container exists).
+// StateArgs prints whether container id is running ("true"/"false"); a
+// paused container counts as running (podman calls it not running): it
+// runs on once unpaused. On Apple it only inspects the container (its
+// exit status says whether the container exists).
 func (o Options) StateArgs(id string) []string {
 	if o.Runtime == Apple {
 		return o.cmd("inspect", id)
 	}
-	return o.cmd("inspect", "--type", "container", "--format", "{{.State.Running}}", id)
+	return o.cmd("inspect", "--type", "container", "--format", "{{or .State.Paused .State.Running}}", id)
+}
+
+// PausedArgs prints whether container id is paused ("true"/"false").
+// Not for Apple's runtime.
+func (o Options) PausedArgs(id string) []string {
+	return o.cmd("inspect", "--type", "container", "--format", "{{.State.Paused}}", id)
 }
 
 // ImageArgs prints the image's os/architecture ("linux/amd64").

@@ -106,7 +106,7 @@ func TestRunArgsDockerFull(t *testing.T) {
 			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
 	wantArgv(t, "find", o.FindArgs("box"),
 		split("--host ssh://me@build ps -a -q --no-trunc --filter label=hutch.sandbox.id=box --filter label=hutch.sandbox.runtime=docker"))
-	wantArgv(t, "state", o.StateArgs("ID"), split("--host ssh://me@build inspect --type container --format {{.State.Running}} ID"))
+	wantArgv(t, "state", o.StateArgs("ID"), append(split("--host ssh://me@build inspect --type container --format"), "{{or .State.Paused .State.Running}}", "ID"))
 	wantArgv(t, "config label", o.LabelArgs("ID", LabelConfig), []string{"--host", "ssh://me@build", "inspect", "--type", "container", "--format", `{{index .Config.Labels "hutch.sandbox.config"}}`, "ID"})
 	wantArgv(t, "image", o.ImageArgs(), split("--host ssh://me@build image inspect --format {{.Os}}/{{.Architecture}} img:1"))
 	wantArgv(t, "start", o.StartArgs("ID"), split("--host ssh://me@build start ID"))

@@ -22,6 +22,27 @@ func benchSandbox(b testing.TB) *container.Sandbox {
 	return sb
 }
 
+// BenchmarkStart is a sandbox's start (the container made, the helper
+// connected) and its Close, on each path.
+func BenchmarkStart(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		o    container.Options
+	}{{"helper", container.Options{}}, {"exec", container.Options{NoHelper: true}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				sb := newSB(b, bc.o)
+				if err := sb.Start(bg); err != nil {
+					b.Fatal(err)
+				}
+				if err := sb.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkHelperRead(b *testing.B) {
 	sb := benchSandbox(b)
 	for b.Loop() {

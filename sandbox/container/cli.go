@@ -73,17 +73,26 @@ const cliStat = cliPrelude + `hutch_guard "$1" "$2"
 exec stat -L -c '%s %f %y' -- "$R"
 `
 
-// $1 root, $2 path, $3 a random suffix; the content on stdin.
+// $1 root, $2 path, $3 a random suffix (16 hex digits), $4 the content's
+// size, $5 1 to sweep the directory first; the content on stdin. Content
+// that ends short (hutch died while sending it) is never renamed into
+// place. The sweep removes what killed writes left in the directory: the
+// regular files named .hutch-<16 hex>.tmp that are this user's and over a
+// minute old, and nothing else.
 const cliWrite = cliPrelude + `hutch_guard "$1" "$2"
 [ "$R" = "$root" ] && hutch_fail 5 "is a directory"
 [ -d "$R" ] && hutch_fail 5 "is a directory"
 d=${R%/*}
 [ -n "$d" ] || d=/
 [ -d "$d" ] || mkdir -p -- "$d" 2>/dev/null || hutch_fail 6 "not a directory"
+if [ "$5" = 1 ]; then
+	h=[0-9a-f][0-9a-f][0-9a-f][0-9a-f]
+	find "$d" -maxdepth 1 -type f -name ".hutch-$h$h$h$h.tmp" -user "$(id -u)" -mmin +1 -exec rm -f -- {} + 2>/dev/null
+fi
 m=644
 [ -e "$R" ] && m=$(stat -L -c %a -- "$R")
 t=$d/.hutch-$3.tmp
-if cat >"$t" && chmod "$m" "$t" && { sync "$t" 2>/dev/null || sync; } && mv -f -- "$t" "$R"; then exit 0; fi
+if cat >"$t" && [ "$(stat -c %s -- "$t")" = "$4" ] && chmod "$m" "$t" && { sync "$t" 2>/dev/null || sync; } && mv -f -- "$t" "$R"; then exit 0; fi
 rm -f -- "$t"
 hutch_fail 8 "write failed"
 `
@@ -284,8 +293,25 @@ func (b cliBackend) stat(ctx context.Context, rel string) (sandbox.FileInfo, err
 }
 
 func (b cliBackend) write(ctx context.Context, rel string, data []byte) error {
-	_, err := b.script(ctx, "write", rel, bytes.NewReader(data), 4096, cliWrite, rel, randomHex())
+	sweep := "0"
+	if b.s.firstWriteIn(path.Dir(rel)) {
+		sweep = "1"
+	}
+	_, err := b.script(ctx, "write", rel, bytes.NewReader(data), 4096, cliWrite, rel, randomHex(), strconv.Itoa(len(data)), sweep)
 	return err
+}
+
+// firstWriteIn reports whether this is the sandbox's first write into
+// directory dir (root-relative), remembering it.
+func (s *Sandbox) firstWriteIn(dir string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.swept == nil {
+		s.swept = map[string]bool{}
+	}
+	first := !s.swept[dir]
+	s.swept[dir] = true
+	return first
 }
 
 // parseStat reads "SIZE RAWMODE(hex) YYYY-MM-DD HH:MM:SS.NNNNNNNNN +ZZZZ",
@@ -651,7 +677,9 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	case <-timer.C:
 		timedOut = true
 		pipes.Unblock() // the runtime's exec ends only once its output is read
-		b.kill(c, hdr, exited)
+		if !b.kill(c, hdr, exited) {
+			return sandbox.Result{}, fmt.Errorf("%w: the command's timeout came and it could not be killed within %v (is the container paused? hutch kills it once the container runs again, while the sandbox is open)", ErrNotStopped, StopGrace)
+		}
 	case <-ctx.Done():
 		b.kill(c, hdr, exited)
 		return sandbox.Result{}, ctx.Err()
@@ -669,42 +697,99 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 }
 
 // kill ends a running wrapper's tree from a second exec, once its header
-// has named it, and waits for the runtime's exec to end. A wrapper that
-// never started in time is abandoned: its runtime process is killed.
-func (b cliBackend) kill(c *exec.Cmd, hdr *headerWriter, exited chan struct{}) {
-	grace := time.NewTimer(killGrace)
+// has named it, and waits for the runtime's exec to end. It reports
+// whether the tree is known to be dead: the runtime's exec ended (the
+// wrapper sweeps its tree as it ends), or the kill ran. A paused
+// container runs no kill: kill then gives up within StopGrace, kills the
+// runtime's exec and tries the kill again in the background until it
+// runs or the sandbox closes. A kill that cannot get a process (a fork
+// bomb at the process limit) is tried for up to killGrace; a wrapper
+// that never named itself within StopGrace is abandoned.
+func (b cliBackend) kill(c *exec.Cmd, hdr *headerWriter, exited chan struct{}) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
+	defer cancel()
+	grace := time.NewTimer(StopGrace)
 	defer grace.Stop()
+	killed := false
 	select {
 	case <-hdr.seen:
-		// The kill itself needs a process in the container: under a fork
-		// bomb it may take a few tries to get one.
 		pid, start := hdr.id()
-		ctx, cancel := context.WithTimeout(context.Background(), killGrace)
-		defer cancel()
-		for ctx.Err() == nil {
-			_, err := b.s.run(ctx, nil, b.s.o.ExecArgs(b.s.containerID(), false, "", "/bin/sh", "-c", cliKill, "sh", pid, start)...)
-			if err == nil || errors.Is(err, ErrGone) {
-				break
-			}
-			select {
-			case <-exited:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
+		if killed = b.killTree(ctx, exited, pid, start, killRetry, true); !killed {
+			go b.killTree(context.Background(), nil, pid, start, time.Second, false)
 		}
 	case <-exited:
-		return
+		return true
 	case <-grace.C:
 	}
+	if !killed {
+		select {
+		case <-exited:
+			return true
+		default:
+		}
+		_ = c.Process.Kill()
+		<-exited
+		return false
+	}
+	grace.Reset(StopGrace) // the runtime's exec ends with the wrapper
 	select {
 	case <-exited:
 	case <-grace.C:
 		_ = c.Process.Kill()
 		<-exited
 	}
+	return true
 }
 
-// killGrace bounds each step of ending a fallback command.
+// killTree runs the kill script for the wrapper pid (started at start),
+// trying again every so long, until it runs, ctx ends, exited closes, the
+// sandbox closes or its container is gone, or (with paused) the
+// container is found paused; it reports whether the
+// script ran. The kill needs a process in the container: under a fork
+// bomb it may take a few tries to get one, and none runs in a paused
+// container.
+func (b cliBackend) killTree(ctx context.Context, exited chan struct{}, pid, start string, every time.Duration, paused bool) bool {
+	s := b.s
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		over := s.closed || s.gone != nil
+		s.mu.Unlock()
+		if over {
+			return false
+		}
+		tctx, cancel := context.WithTimeout(ctx, StopGrace)
+		_, err := s.run(tctx, nil, s.o.ExecArgs(s.containerID(), false, "", "/bin/sh", "-c", cliKill, "sh", pid, start)...)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if paused && s.paused(ctx) {
+			return false
+		}
+		select {
+		case <-exited:
+			return true
+		case <-ctx.Done():
+		case <-time.After(every):
+		}
+	}
+	return false
+}
+
+// paused reports whether the container is known to be paused.
+func (s *Sandbox) paused(ctx context.Context) bool {
+	if s.o.Runtime == Apple {
+		return false
+	}
+	out, err := s.run(ctx, nil, s.o.PausedArgs(s.containerID())...)
+	return err == nil && strings.TrimSpace(out) == "true"
+}
+
+// killRetry is the pause between two tries of a fallback command's kill.
+const killRetry = 100 * time.Millisecond
+
+// killGrace bounds the tries of a fallback command's kill that cannot
+// get a process in the container.
 const killGrace = 30 * time.Second
 
 // headerWriter takes the wrapper's stderr: its first line, "hutch-exec

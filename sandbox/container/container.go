@@ -37,7 +37,11 @@
 //
 // The container starts lazily, on the first operation, and Close removes
 // it (unless Reconnect; the working directory's tmpfs then lives as long
-// as the container runs, and a stop empties it). Programs using the fast
+// as the container runs, and a stop empties it). A container that is not
+// Reconnect dies with the process that made it, however that process
+// ends: it is started attached, its main process reading a standard
+// input only that process holds (WatchedRunArgs); GC removes the ones
+// left anyway. Programs using the fast
 // path must call helper.Main at the start of main (and of TestMain): the
 // helper is this same binary, and it must be static (CGO_ENABLED=0) to
 // run in any image — a dynamically linked one is tried through exec, never
@@ -45,6 +49,7 @@
 package container
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -57,9 +62,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
@@ -78,6 +85,23 @@ func (e *goneError) Error() string {
 }
 
 func (e *goneError) Is(target error) bool { return target == ErrGone || target == sandbox.ErrClosed }
+
+// ErrNotStopped: a command's timeout or cancel came, and hutch could not
+// confirm that the command was stopped — its container did not answer
+// within StopGrace (paused, or overloaded). The command may still run.
+var ErrNotStopped = errors.New("could not confirm the command was stopped")
+
+// StopGrace bounds how long a call waits past its own deadline (a
+// command's timeout, the caller's context, FileTimeout): for the
+// helper's report of a command it stopped, for the fallback's kill of
+// one, for the runtime's program to end. Past it the call returns
+// (ErrNotStopped for a command).
+const StopGrace = 5 * time.Second
+
+// FileTimeout is the deadline of a file operation (Read, ReadStat, Write,
+// Stat, Glob) whose context has none: a paused or hung container holds
+// no call longer than this, plus StopGrace.
+const FileTimeout = 30 * time.Second
 
 // Mode says how a started sandbox reaches its container.
 type Mode string
@@ -105,6 +129,8 @@ type Sandbox struct {
 	id       string
 	gone     error
 	conn     *streamConn
+	watch    *watcher        // nil unless the container is watched
+	swept    map[string]bool // directories the fallback's writes swept
 	mode     Mode
 	why      string // why the fallback is in use
 }
@@ -120,13 +146,9 @@ func New(opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := o.Program
-	if name == "" {
-		name = o.Runtime.Program()
-	}
-	prog, err := exec.LookPath(name)
+	prog, err := o.program()
 	if err != nil {
-		return nil, configErr("the %s runtime's program %q was not found in PATH: install it or set the program's path", o.Runtime, name)
+		return nil, err
 	}
 	s := &Sandbox{o: o, prog: prog}
 	s.helper, s.arch, s.noHelp, err = chooseHelper(o)
@@ -134,6 +156,19 @@ func New(opts Options) (*Sandbox, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// program finds the runtime's program (Program, or the runtime's own).
+func (o Options) program() (string, error) {
+	name := o.Program
+	if name == "" {
+		name = o.Runtime.Program()
+	}
+	prog, err := exec.LookPath(name)
+	if err != nil {
+		return "", configErr("the %s runtime's program %q was not found in PATH: install it or set the program's path", o.Runtime, name)
+	}
+	return prog, nil
 }
 
 // chooseHelper picks the helper binary to mount, or says why there is
@@ -394,20 +429,130 @@ func (s *Sandbox) create(ctx context.Context) (string, error) {
 			asInit = strings.TrimSpace(out) == "linux/"+s.arch
 		}
 	}
+	if o.watched() {
+		return s.runWatched(ctx, asInit)
+	}
 	out, err := s.run(ctx, nil, o.RunArgs(o.Name, s.helper, asInit)...)
 	if err != nil {
-		if strings.Contains(err.Error(), "is already in use") {
-			return "", fmt.Errorf("%w: container: a container named %s exists already: choose another name, remove it, or set Reconnect", sandbox.ErrConfig, o.Name)
-		}
-		// A run that failed after creating the container leaves it behind.
-		_, _ = s.run(context.WithoutCancel(ctx), nil, o.RemoveArgs(o.Name)...)
-		return "", fmt.Errorf("container start failed: %w", err)
+		return "", s.startFailed(ctx, err)
 	}
 	lines := strings.Fields(out)
 	if len(lines) == 0 {
 		return "", fmt.Errorf("container start failed: %s printed no container id", s.o.Runtime.Program())
 	}
 	return lines[len(lines)-1], nil
+}
+
+// startFailed is the error of a failed start. A start that failed after
+// creating the container leaves it behind: it is removed.
+func (s *Sandbox) startFailed(ctx context.Context, err error) error {
+	if strings.Contains(err.Error(), "is already in use") {
+		return fmt.Errorf("%w: container: a container named %s exists already: choose another name, remove it, or set Reconnect", sandbox.ErrConfig, s.o.Name)
+	}
+	_, _ = s.run(context.WithoutCancel(ctx), nil, s.o.RemoveArgs(s.o.Name)...)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("container start failed: %w", err)
+}
+
+// watched reports whether the container is made to die with this
+// process (WatchedRunArgs): all but a Reconnect one, on docker and
+// podman.
+func (o Options) watched() bool { return !o.Reconnect && o.Runtime != Apple }
+
+// watcher is the runtime's program attached to a watched container: its
+// standard input is a pipe whose only writer is this process, so the
+// container's main process sees its input end — and exits, and the
+// runtime removes the container — when Close lets go or when this
+// process dies, however it dies.
+type watcher struct {
+	cmd   *exec.Cmd
+	stdin *os.File // the pipe's write end
+	done  chan struct{}
+}
+
+// runWatched creates and starts the container attached (WatchedRunArgs),
+// waits for its main process to say it runs, and returns its id. An
+// orphan sweep (see GC) then runs in the background.
+func (s *Sandbox) runWatched(ctx context.Context, asInit bool) (string, error) {
+	dir, err := os.MkdirTemp("", "hutch-cid-")
+	if err != nil {
+		return "", fmt.Errorf("container start failed: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	cidfile := filepath.Join(dir, "id")
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("container start failed: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return "", fmt.Errorf("container start failed: %w", err)
+	}
+	defer outR.Close()
+	c := exec.Command(s.prog, s.o.WatchedRunArgs(s.o.Name, s.helper, asInit, cidfile, Owner())...)
+	errb := &sandbox.TailBuffer{Max: 4096}
+	c.Stdin, c.Stdout, c.Stderr = inR, outW, errb
+	// Its own process group: a terminal's Ctrl-C is this process's to act
+	// on, not the runtime program's.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = c.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		return "", fmt.Errorf("container start failed: %w", err)
+	}
+	w := &watcher{cmd: c, stdin: inW, done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go func() {
+		br := bufio.NewReader(outR)
+		line, err := br.ReadString('\n')
+		if err == nil && line != ReadyLine+"\n" {
+			err = fmt.Errorf("the container's main process printed %q before it was ready", line)
+		}
+		ready <- err
+		_, _ = io.Copy(io.Discard, br) // nothing more should come
+	}()
+	go func() { _ = c.Wait(); close(w.done) }()
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		var b []byte
+		if b, err = os.ReadFile(cidfile); err == nil && len(strings.TrimSpace(string(b))) == 0 {
+			err = fmt.Errorf("%s wrote no container id", s.o.Runtime.Program())
+		}
+		if err == nil {
+			s.mu.Lock()
+			s.watch = w
+			s.mu.Unlock()
+			go s.sweep(context.WithoutCancel(ctx))
+			return strings.TrimSpace(string(b)), nil
+		}
+	}
+	w.stop()
+	if msg := runtimeSays(errb.Bytes()); msg != "" {
+		err = fmt.Errorf("%s %s: %s", s.o.Runtime.Program(), "run", msg)
+	}
+	return "", s.startFailed(ctx, err)
+}
+
+// stop lets go of the container's input and waits (at most StopGrace,
+// then kills it) for the runtime's program to end.
+func (w *watcher) stop() {
+	w.stdin.Close()
+	select {
+	case <-w.done:
+	case <-time.After(StopGrace):
+		_ = w.cmd.Process.Kill()
+		<-w.done
+	}
 }
 
 // checkRunning returns nil when container id runs, and the gone error
@@ -542,6 +687,27 @@ func (s *Sandbox) clean(op, p string) (string, error) {
 	return rel, nil
 }
 
+// errFileTimeout is the cause of a file operation's default deadline.
+var errFileTimeout = fmt.Errorf("no answer from the container within %v, the deadline of a file operation without one of its own (is the container paused or overloaded?): unpause it, or retry: %w", FileTimeout, context.DeadlineExceeded)
+
+// fileContext gives a file operation FileTimeout when ctx has no
+// deadline.
+func fileContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, FileTimeout, errFileTimeout)
+}
+
+// fileErr is a file operation's error, saying so when the default
+// deadline ended it.
+func fileErr(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(ctx), errFileTimeout) {
+		return errFileTimeout
+	}
+	return err
+}
+
 // Read returns the content of a regular file in the container.
 func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 	data, _, err := s.ReadStat(ctx, p, 0)
@@ -555,16 +721,36 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
 	}
-	b, err := s.ready(ctx)
+	type read struct {
+		data []byte
+		fi   sandbox.FileInfo
+	}
+	r, err := fileOp(ctx, s, func(ctx context.Context, b backend) (read, error) {
+		data, fi, err := b.readStat(ctx, rel, max)
+		return read{data, fi}, err
+	})
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
 	}
-	data, fi, err := b.readStat(ctx, rel, max)
+	r.fi.Path = rel
+	return r.data, r.fi, nil
+}
+
+// fileOp runs a file operation under fileContext, once the backend is
+// ready, and turns its failure into what the caller should see.
+func fileOp[T any](ctx context.Context, s *Sandbox, op func(context.Context, backend) (T, error)) (T, error) {
+	ctx, cancel := fileContext(ctx)
+	defer cancel()
+	var zero T
+	b, err := s.ready(ctx)
 	if err != nil {
-		return nil, sandbox.FileInfo{}, s.failed(err, isLost(err))
+		return zero, fileErr(ctx, err)
 	}
-	fi.Path = rel
-	return data, fi, nil
+	v, err := op(ctx, b)
+	if err != nil {
+		return zero, s.failed(fileErr(ctx, err), isLost(err))
+	}
+	return v, nil
 }
 
 // Write replaces a file atomically (temporary file, rename), creating
@@ -578,17 +764,13 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	if len(data) > sandbox.MaxFileSize {
 		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
-	b, err := s.ready(ctx)
-	if err != nil {
-		return err
-	}
-	if rel == "." {
-		return sandbox.PathError("write", p, sandbox.ErrIsDir)
-	}
-	if err := b.write(ctx, rel, data); err != nil {
-		return s.failed(err, isLost(err))
-	}
-	return nil
+	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) {
+		if rel == "." {
+			return struct{}{}, sandbox.PathError("write", p, sandbox.ErrIsDir)
+		}
+		return struct{}{}, b.write(ctx, rel, data)
+	})
+	return err
 }
 
 // Stat describes a path, following symbolic links inside the root.
@@ -597,13 +779,9 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}
-	b, err := s.ready(ctx)
+	fi, err := fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.FileInfo, error) { return b.stat(ctx, rel) })
 	if err != nil {
 		return sandbox.FileInfo{}, err
-	}
-	fi, err := b.stat(ctx, rel)
-	if err != nil {
-		return sandbox.FileInfo{}, s.failed(err, isLost(err))
 	}
 	fi.Path = rel
 	return fi, nil
@@ -618,15 +796,7 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if err != nil {
 		return nil, sandbox.PathError("glob", pattern, err)
 	}
-	b, err := s.ready(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := b.glob(ctx, pat, dirsOnly)
-	if err != nil {
-		return nil, s.failed(err, isLost(err))
-	}
-	return out, nil
+	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]string, error) { return b.glob(ctx, pat, dirsOnly) })
 }
 
 // Exec runs a command in the container, starting in cmd.Dir under the
@@ -654,6 +824,9 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("container exec: %w", ctx.Err())
+		}
+		if errors.Is(err, ErrNotStopped) {
+			return res, fmt.Errorf("container %s: %w: unpause the container, or remove it", s.o.Name, err)
 		}
 		return res, s.failed(err, isLost(err))
 	}
@@ -732,7 +905,7 @@ func (s *Sandbox) Close() error {
 		<-ch // a start in progress finishes (or fails) first
 	}
 	s.mu.Lock()
-	conn, id := s.conn, s.id
+	conn, id, w := s.conn, s.id, s.watch
 	s.mu.Unlock()
 	if conn != nil {
 		conn.close(sandbox.ErrClosed)
@@ -742,7 +915,11 @@ func (s *Sandbox) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := s.run(ctx, nil, s.o.RemoveArgs(id)...); err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such") {
+	_, err := s.run(ctx, nil, s.o.RemoveArgs(id)...)
+	if w != nil {
+		w.stop()
+	}
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such") {
 		return fmt.Errorf("removing container %s: %w", s.o.Name, err)
 	}
 	return nil

@@ -61,6 +61,10 @@ const (
 	// LabelConfig carries the container's ConfigHash: a reconnect to a
 	// container made with other options is refused.
 	LabelConfig = "hutch.sandbox.config"
+	// LabelOwner names the hutch process a container is meant to die
+	// with (see Owner): every container but a Reconnect one carries it,
+	// and GC removes those whose owner is gone.
+	LabelOwner = "hutch.sandbox.owner"
 )
 
 // Bind makes a path of the engine's machine visible in the container.

@@ -25,10 +25,6 @@ func isLost(err error) bool { return errors.Is(err, errLost) || errors.Is(err, e
 // helloTimeout bounds the wait for the helper's first frame.
 const helloTimeout = 30 * time.Second
 
-// helperGrace is how long past a command's timeout the host waits for the
-// helper's report before giving the command up.
-const helperGrace = 30 * time.Second
-
 // streamConn is the host's end of one helper session: the runtime's
 // `exec -i` process, whose stdin and stdout carry the frames.
 type streamConn struct {
@@ -389,8 +385,8 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 		op.stderr.End()
 	}
 	// The helper enforces the timeout; this guard only catches a helper
-	// that never reports.
-	guard := time.NewTimer(cmd.Timeout + helperGrace)
+	// that does not report (a paused container).
+	guard := time.NewTimer(cmd.Timeout + StopGrace)
 	defer guard.Stop()
 	var res helper.StreamResponse
 	var stop error
@@ -400,7 +396,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 		end()
 		return sandbox.Result{}, sc.deadErr()
 	case <-guard.C:
-		stop = fmt.Errorf("%w: the helper did not report the command's end %v after its timeout", errLost, helperGrace)
+		stop = fmt.Errorf("%w: the command's timeout came and hutch's helper did not report its end within %v (is the container paused? the helper stops it once the container runs again)", ErrNotStopped, StopGrace)
 	case <-ctx.Done():
 		stop = ctx.Err()
 	}
