@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/mcpserver"
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -691,16 +692,11 @@ func TestAskQuestionShowsWhatIsWritten(t *testing.T) {
 	}
 }
 
-const serverChildEnv = "HUTCH_TEST_MCP_ROOT"
-
-// TestServerChildProcess is not a test: it is the server process that
-// TestReadFileHugeLimitKeepsServer starts (the test binary re-executed).
-func TestServerChildProcess(t *testing.T) {
-	root := os.Getenv(serverChildEnv)
-	if root == "" {
-		t.Skip("helper process only")
-	}
-	cfg, closeAll, err := mcpserver.Open(context.Background(), mcpserver.Settings{Tier: "local", Root: root})
+// serverProgram is "hutch mcp" on the local tier rooted at args[0], on
+// stdio: the server process TestReadFileHugeLimitKeepsServer starts, a
+// program of this test binary.
+func serverProgram(args []string) {
+	cfg, closeAll, err := mcpserver.Open(context.Background(), mcpserver.Settings{Tier: "local", Root: args[0]})
 	if err != nil {
 		os.Exit(3)
 	}
@@ -710,8 +706,9 @@ func TestServerChildProcess(t *testing.T) {
 		os.Exit(3)
 	}
 	_ = srv.Run(context.Background(), &mcpserver.LineTransport{In: os.Stdin, Out: os.Stdout})
-	os.Exit(0)
 }
+
+func init() { testenv.RegisterProgram("mcp-server", serverProgram) }
 
 // A read_file call with an offset and a huge limit (start+limit would
 // overflow) is answered, and the "hutch mcp" process lives on: the SDK
@@ -724,8 +721,9 @@ func TestReadFileHugeLimitKeepsServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestServerChildProcess$")
-	cmd.Env = append(os.Environ(), serverChildEnv+"="+root)
+	argv := testenv.ProgramArgv(root)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), testenv.ProgramEnv("mcp-server"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	in, _ := cmd.StdinPipe()

@@ -38,6 +38,13 @@ func Missing(t testing.TB, format string, args ...any) {
 // childEnv names, in a child made by InChild, the test it runs.
 const childEnv = "HUTCH_TEST_CHILD"
 
+// IsChild reports whether this process is the child InChild starts for
+// t's test, without starting one: for work the parent alone must do
+// before InChild.
+func IsChild(t *testing.T) bool {
+	return os.Getenv(childEnv) == strings.SplitN(t.Name(), "/", 2)[0]
+}
+
 // InChild reports whether this process is the child InChild starts for
 // t's test. When it is not, it runs t's top-level test again in a new
 // process of this test binary, which /bin/sh starts after running setup
@@ -51,15 +58,25 @@ const childEnv = "HUTCH_TEST_CHILD"
 //	}
 func InChild(t *testing.T, setup string) bool {
 	t.Helper()
-	top := strings.SplitN(t.Name(), "/", 2)[0]
-	if os.Getenv(childEnv) == top {
+	return InChildVia(t, nil, setup)
+}
+
+// InChildVia is InChild with the child's /bin/sh started through wrap, a
+// command that takes the rest of the command line as the program to run
+// (such as "unshare", "-m", "--propagation", "private": the child, and its
+// setup, then run in a mount namespace of their own).
+func InChildVia(t *testing.T, wrap []string, setup string) bool {
+	t.Helper()
+	if IsChild(t) {
 		return true
 	}
+	top := strings.SplitN(t.Name(), "/", 2)[0]
 	self, err := os.Executable() // os.Args[0] may be relative to a directory since left
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := exec.Command("/bin/sh", "-c", setup+` && exec "$0" -test.run="$1" -test.v -test.count=1`, self, "^"+regexp.QuoteMeta(top)+"$")
+	argv := append(append([]string{}, wrap...), "/bin/sh", "-c", setup+` && exec "$0" -test.run="$1" -test.v -test.count=1`, self, "^"+regexp.QuoteMeta(top)+"$")
+	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = append(os.Environ(), childEnv+"="+top)
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+top) {

@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -126,4 +127,40 @@ func TestInChild(t *testing.T) {
 	if got := os.Getenv("HUTCH_TESTENV_SETUP"); got != "done" {
 		t.Fatalf("the child's setup did not run: HUTCH_TESTENV_SETUP=%q", got)
 	}
+}
+
+func init() {
+	testenv.RegisterProgram("echo-args", func(args []string) { fmt.Println(strings.Join(args, "|")) })
+}
+
+// A registered program runs, with its arguments, in place of the tests;
+// an unknown one exits 2 naming those there are.
+func TestProgramRunsInPlaceOfTheTests(t *testing.T) {
+	c := exec.Command(testenv.ProgramArgv("a b", "-test.v", "c")[0], testenv.ProgramArgv("a b", "-test.v", "c")[1:]...)
+	c.Env = append(os.Environ(), testenv.ProgramEnv("echo-args"))
+	out, err := c.CombinedOutput()
+	if err != nil || string(out) != "a b|-test.v|c\n" {
+		t.Errorf("echo-args: %v %q", err, out)
+	}
+	c = exec.Command(testenv.ProgramArgv()[0])
+	c.Env = append(os.Environ(), testenv.ProgramEnv("no-such"))
+	out, err = c.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), `no program "no-such"`) || !strings.Contains(string(out), "echo-args") {
+		t.Errorf("unknown program: %v %q", err, out)
+	}
+}
+
+// InChildVia runs the test's child through the wrapper it is given.
+func TestInChildViaWrapper(t *testing.T) {
+	if !testenv.InChildVia(t, []string{"env", "HUTCH_TESTENV_WRAPPED=yes"}, "true") {
+		return
+	}
+	if os.Getenv("HUTCH_TESTENV_WRAPPED") != "yes" {
+		t.Fatal("the child did not run through the wrapper")
+	}
+}
+
+func TestMain(m *testing.M) {
+	testenv.RunProgram()
+	os.Exit(m.Run())
 }

@@ -130,7 +130,7 @@ func TestAttack2RunnerStateDoesNotLeakToTheNextCommand(t *testing.T) {
 	e := newEnv(t)
 	for _, tool := range []string{"prlimit", "renice", "taskset", "chrt", "ionice"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is missing (util-linux)", tool)
+			testenv.Missing(t, "%s (util-linux)", tool)
 		}
 	}
 	pol := a2RunnerPolicy(e)
@@ -646,7 +646,7 @@ func TestAttack2ProxyConnectionsEndWithTheCommand(t *testing.T) {
 	e := newEnv(t)
 	a2NeedPython(t)
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is missing")
+		testenv.Missing(t, "curl")
 	}
 	port := a2Serve(t, "127.0.0.2", "A", nil)
 	sb := a2Session(t, e.pol.Extend(policy.Policy{Hosts: []string{"127.0.0.2"}}))

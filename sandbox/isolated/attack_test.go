@@ -10,62 +10,35 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
-// The test binary runs these inside the sandbox when HUTCH_ATTACK names
-// one (see TestMain). Each prints what happened and "attack NAME done".
+// The test binary runs these inside the sandbox as programs
+// (testenv.RegisterProgram; e.attack starts one). Each prints what
+// happened, then "attack NAME done".
 func init() {
-	name := os.Getenv("HUTCH_ATTACK")
-	if name == "" {
-		return
+	for name, fn := range map[string]func(args []string){
+		"dial":       func(a []string) { attackDial(a[0], a[1]) },
+		"unix":       func(a []string) { attackUnix(a[0]) },
+		"syscalls":   func([]string) { attackSyscalls() },
+		"setid":      func(a []string) { attackSetID(a[0], a[1]) },
+		"lease":      func(a []string) { attackLease(a[0]) },
+		"tty":        func([]string) { attackTTY() },
+		"quotas":     func(a []string) { attackQuotas(a[0]) },
+		"alloc":      func(a []string) { mib, _ := strconv.Atoi(a[0]); attackAlloc(mib) },
+		"map":        func(a []string) { n, _ := strconv.Atoi(a[0]); attackMap(n) },
+		"unix-hibit": func(a []string) { attackUnixHiBit(a[0]) },
+		"int80":      func(a []string) { attackInt80(a[0]) },
+		"vsock":      func([]string) { attackVsock() },
+		"procmem":    func([]string) { attackProcMem() },
+		"shmalloc":   func(a []string) { mib, _ := strconv.Atoi(a[1]); attackShmAlloc(a[0], mib) },
+	} {
+		testenv.RegisterProgram(name, func(args []string) {
+			fn(args)
+			fmt.Printf("attack %s done\n", name)
+		})
 	}
-	args := os.Args[len(os.Args)-countArgs():]
-	switch name {
-	case "dial":
-		attackDial(args[0], args[1])
-	case "unix":
-		attackUnix(args[0])
-	case "syscalls":
-		attackSyscalls()
-	case "setid":
-		attackSetID(args[0], args[1])
-	case "lease":
-		attackLease(args[0])
-	case "tty":
-		attackTTY()
-	case "quotas":
-		attackQuotas(args[0])
-	case "alloc":
-		mib, _ := strconv.Atoi(args[0])
-		attackAlloc(mib)
-	case "map":
-		n, _ := strconv.Atoi(args[0])
-		attackMap(n)
-	case "unix-hibit":
-		attackUnixHiBit(args[0])
-	case "int80":
-		attackInt80(args[0])
-	case "vsock":
-		attackVsock()
-	case "procmem":
-		attackProcMem()
-	case "shmalloc":
-		mib, _ := strconv.Atoi(args[1])
-		attackShmAlloc(args[0], mib)
-	}
-	fmt.Printf("attack %s done\n", name)
-	os.Exit(0)
-}
-
-// countArgs: the attack's own arguments follow "-test.run=^$".
-func countArgs() int {
-	for i, a := range os.Args {
-		if a == "-test.run=^$" {
-			return len(os.Args) - i - 1
-		}
-	}
-	return 0
 }
 
 func attackDial(network, addr string) {

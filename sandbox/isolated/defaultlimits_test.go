@@ -106,9 +106,8 @@ func TestDefaultPolicyBoundsProcessesAndMemory(t *testing.T) {
 					testenv.Missing(t, "%v of free memory for the bomb under a memory cgroup (available: %v)", policy.DefaultMemory()+1<<30, avail)
 				}
 			}
-			self, _ := os.Executable()
-			r := e.runWith(t, e.pol, sandbox.Command{Args: []string{self, "-test.run=^$", strconv.FormatInt(int64(size), 10)},
-				Env: map[string]string{"HUTCH_ATTACK": "map"}, Timeout: 120 * time.Second})
+			r := e.runWith(t, e.pol, sandbox.Command{Args: testenv.ProgramArgv(strconv.FormatInt(int64(size), 10)),
+				Env: map[string]string{testenv.ProgramEnvKey: "map"}, Timeout: 120 * time.Second})
 			out := string(r.Stdout) + string(r.Stderr)
 			switch {
 			case strings.Contains(out, "ALLOCATED") || r.TimedOut:

@@ -121,8 +121,7 @@ func sh(script string) sandbox.Command { return sandbox.Command{Shell: script} }
 // returns what it printed.
 func (e *env) attack(t *testing.T, pol policy.Policy, name string, args ...string) string {
 	t.Helper()
-	self, _ := os.Executable()
-	r := e.runWith(t, pol, sandbox.Command{Args: append([]string{self, "-test.run=^$"}, args...), Env: map[string]string{"HUTCH_ATTACK": name}})
+	r := e.runWith(t, pol, sandbox.Command{Args: testenv.ProgramArgv(args...), Env: map[string]string{testenv.ProgramEnvKey: name}})
 	out := string(r.Stdout) + string(r.Stderr)
 	if !strings.Contains(out, "attack "+name+" done") {
 		t.Fatalf("attack %s did not run to the end (exit %d): %s", name, r.ExitCode, out)
@@ -459,8 +458,7 @@ func TestLimits(t *testing.T) {
 		})
 		t.Run("memory bomb", func(t *testing.T) {
 			pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 128 << 20}})
-			self, _ := os.Executable()
-			r := e.runWith(t, pol, sandbox.Command{Args: []string{self, "-test.run=^$", "1024"}, Env: map[string]string{"HUTCH_ATTACK": "alloc"}})
+			r := e.runWith(t, pol, sandbox.Command{Args: testenv.ProgramArgv("1024"), Env: map[string]string{testenv.ProgramEnvKey: "alloc"}})
 			out := string(r.Stdout) + string(r.Stderr)
 			if strings.Contains(out, "ALLOCATED") || r.ExitCode == 0 || r.Limit != "memory" {
 				t.Errorf("1 GiB under a 128 MiB limit: exit %d, limit %q, %.300s", r.ExitCode, r.Limit, out)
@@ -1371,7 +1369,7 @@ func TestReadOnlyRootCoversSubmounts(t *testing.T) {
 	newEnv(t)
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a host tmpfs for the test: %v", err)
+		testenv.Missing(t, "a host tmpfs mount for the test (root): %v", err)
 	}
 	defer unix.Unmount(dir, unix.MNT_DETACH)
 	pol := policy.Default().Extend(policy.Policy{Read: []string{"/"}, Dir: dir})
@@ -1400,7 +1398,7 @@ func TestReadOnlyRootCoversSubmounts(t *testing.T) {
 func TestRootOwnedSecretsUnreadable(t *testing.T) {
 	inEveryMode(t, func(t *testing.T, e *env) {
 		if os.Getuid() != 0 {
-			t.Skip("hutch is not running as root")
+			testenv.Missing(t, "root (hutch running as root is the case under test)")
 		}
 		fi, err := os.Stat("/etc/shadow")
 		if err != nil || fi.Mode().Perm()&0o004 != 0 {
@@ -1445,44 +1443,33 @@ func TestExecCancelKillsCommand(t *testing.T) {
 // the pids hierarchy in a private mount namespace (unshare -m) and reruns
 // itself there. Origin: review 2.
 func TestProcessLimitWithoutPidsControllerHoldsOrRefuses(t *testing.T) {
-	if os.Getenv("HUTCH_TEST_INNER") == "pids" {
-		e := newEnv(t)
-		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 16}})
-		r, err := isolated.Run(bg, pol, sandbox.Command{Shell: "i=0; while [ $i -lt 60 ]; do sleep 3 & i=$((i+1)); done; echo alive $(ls -d /proc/[0-9]* | wc -l)", Timeout: 10 * time.Second})
-		if errors.Is(err, sandbox.ErrUnsupported) {
-			fmt.Printf("INNER refused: %v\n", err) // refusing is the right answer
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(r.Stdout)), "alive")))
-		fmt.Printf("INNER processes=%d limit=%q exit=%d\n", n, r.Limit, r.ExitCode)
-		if n > 20 {
-			t.Errorf("%d processes alive at once under a limit of 16", n)
-		}
-		return
-	}
 	newEnv(t)
 	if os.Getuid() != 0 {
-		t.Skip("needs root (as hutch runs in CI and containers)")
+		testenv.Missing(t, "root (as hutch runs in CI and containers)")
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err != nil {
 		t.Skip("no cgroup v1 memory hierarchy here")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare(1)")
+		testenv.Missing(t, "unshare(1) (util-linux)")
 	}
-	self, _ := os.Executable()
-	c := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		`mount -t tmpfs none /sys/fs/cgroup/pids && exec "$0" -test.run='^TestProcessLimitWithoutPidsControllerHoldsOrRefuses$' -test.v`, self)
-	c.Env = append(os.Environ(), "HUTCH_TEST_INNER=pids")
-	out, err := c.CombinedOutput()
-	if !strings.Contains(string(out), "INNER") {
-		t.Fatalf("inner run failed: %v\n%s", err, out)
+	if !testenv.InChildVia(t, []string{"unshare", "-m", "--propagation", "private"}, "mount -t tmpfs none /sys/fs/cgroup/pids") {
+		return
+	}
+	e := newEnv(t)
+	pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 16}})
+	r, err := isolated.Run(bg, pol, sandbox.Command{Shell: "i=0; while [ $i -lt 60 ]; do sleep 3 & i=$((i+1)); done; echo alive $(ls -d /proc/[0-9]* | wc -l)", Timeout: 10 * time.Second})
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		t.Logf("refused: %v", err) // refusing is the right answer
+		return
 	}
 	if err != nil {
-		t.Errorf("without a pids controller the process limit is not enforced (New did not refuse either):\n%s", out)
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(r.Stdout)), "alive")))
+	t.Logf("processes=%d limit=%q exit=%d", n, r.Limit, r.ExitCode)
+	if n > 20 {
+		t.Errorf("%d processes alive at once under a limit of 16", n)
 	}
 }
 
@@ -1549,7 +1536,7 @@ done; ls -l /proc/1/task/*/fd 2>/dev/null | grep -c socket`))
 func TestNoSetuidRootPlantedOnHost(t *testing.T) {
 	inEveryMode(t, func(t *testing.T, e *env) {
 		if os.Getuid() != 0 {
-			t.Skip("hutch is not running as root")
+			testenv.Missing(t, "root (hutch running as root is the case under test)")
 		}
 		r := e.run(t, sh("cp /usr/bin/id ./rootid && chmod 4755 ./rootid && echo PLANTED"))
 		if !strings.Contains(string(r.Stdout), "PLANTED") {
@@ -1592,86 +1579,70 @@ func TestNoSetuidRootPlantedOnHost(t *testing.T) {
 // the cgroup hierarchies in a private mount namespace (unshare -m) and
 // reruns itself there. Origin: review 2.
 func TestMemoryLimitHoldsWithoutCgroups(t *testing.T) {
-	if os.Getenv("HUTCH_TEST_INNER") == "mem" {
-		e := newEnv(t)
-		// No process limit: as root without a pids cgroup none can hold,
-		// and the default's would refuse the sandbox.
-		pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20, Processes: policy.Unlimited}})
-		// PID 1 is hidden from the command: the host reads its numbers.
-		var used, limit int64
-		var lerr error = errors.New("PID 1's limits not read")
-		var err error
-		r := withStarter(t, e.work, func(script string) sandbox.Result {
-			var r sandbox.Result
-			r, err = isolated.Run(bg, pol, sh(script))
-			return r
-		}, "sleep 2; echo ok", func(s starter) {
-			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
-			limits, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", s.pid))
-			for line := range strings.SplitSeq(string(status), "\n") {
-				if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmData:" {
-					used, _ = strconv.ParseInt(f[1], 10, 64)
-					used *= 1024
-				}
-			}
-			for line := range strings.SplitSeq(string(limits), "\n") {
-				if f := strings.Fields(line); len(f) >= 4 && strings.HasPrefix(line, "Max data size") {
-					limit, lerr = strconv.ParseInt(f[3], 10, 64)
-					if f[3] == "unlimited" { // PID 1 is not bound, the command is
-						limit, lerr = -1, nil
-					}
-				}
-			}
-		})
-		fmt.Printf("INNER one-shot: err=%v exit=%d out=%q used=%d limit=%d\n", err, r.ExitCode, r.Stdout, used, limit)
-		if lerr != nil || used == 0 {
-			t.Errorf("PID 1's data size and limit were not read: %d, %v", used, lerr)
-		} else if limit >= 0 && used > limit {
-			t.Errorf("the one-shot init holds %d bytes of private data under its own RLIMIT_DATA of %d: its next allocation kills it", used, limit)
-		}
-		if err != nil || !strings.Contains(string(r.Stdout), "ok") {
-			t.Errorf("one-shot run of 'sleep 2' under a 64 MiB limit: %v (stdout %q)", err, r.Stdout)
-		}
-		sb, err := isolated.New(bg, pol)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sb.Close()
-		r, err = sb.Exec(bg, sandbox.Command{Shell: "head -c 300000000 /dev/zero > /dev/shm/big && du -m /dev/shm/big", Timeout: 10 * time.Second})
-		fmt.Printf("INNER tmpfs: err=%v exit=%d limit=%q out=%q\n", err, r.ExitCode, r.Limit, r.Stdout)
-		if err == nil && r.ExitCode == 0 {
-			t.Errorf("a command under a 64 MiB memory limit holds %s MiB of RAM in /dev/shm, limit %q", strings.Fields(string(r.Stdout))[0], r.Limit)
-		}
-		// The command itself is bound (the rlimit fallback, per process),
-		// from its first instruction: awk reads its limits at once.
-		r, err = sb.Exec(bg, sandbox.Command{Args: []string{"awk", "/Max data size/ {print $4}", "/proc/self/limits"}})
-		if err != nil || strings.TrimSpace(string(r.Stdout)) != "67108864" {
-			t.Errorf("the command's own data limit: %q %v, want 67108864", r.Stdout, err)
-		}
-		return
-	}
 	newEnv(t)
 	if os.Getuid() != 0 {
-		t.Skip("needs root to hide the cgroup hierarchies")
+		testenv.Missing(t, "root (to hide the cgroup hierarchies)")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare(1)")
+		testenv.Missing(t, "unshare(1) (util-linux)")
 	}
-	self, _ := os.Executable()
-	c := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		`for d in /sys/fs/cgroup /sys/fs/cgroup/memory /sys/fs/cgroup/pids; do [ -d $d ] && mount -t tmpfs none $d; done; exec "$0" -test.run='^TestMemoryLimitHoldsWithoutCgroups$' -test.v`, self)
-	c.Env = append(os.Environ(), "HUTCH_TEST_INNER=mem")
-	out, err := c.CombinedOutput()
-	if !strings.Contains(string(out), "INNER") {
-		t.Fatalf("inner run failed: %v\n%s", err, out)
+	if !testenv.InChildVia(t, []string{"unshare", "-m", "--propagation", "private"}, "for d in /sys/fs/cgroup /sys/fs/cgroup/memory /sys/fs/cgroup/pids; do [ -d $d ] && mount -t tmpfs none $d; done; true") {
+		return
 	}
-	if err != nil {
-		t.Errorf("the rlimit memory bound:\n%s", out)
-	}
-	for line := range strings.SplitSeq(string(out), "\n") {
-		if strings.HasPrefix(line, "INNER") {
-			t.Log(line)
+	e := newEnv(t)
+	// No process limit: as root without a pids cgroup none can hold,
+	// and the default's would refuse the sandbox.
+	pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20, Processes: policy.Unlimited}})
+	// PID 1 is hidden from the command: the host reads its numbers.
+	var used, limit int64
+	var lerr error = errors.New("PID 1's limits not read")
+	var err error
+	r := withStarter(t, e.work, func(script string) sandbox.Result {
+		var r sandbox.Result
+		r, err = isolated.Run(bg, pol, sh(script))
+		return r
+	}, "sleep 2; echo ok", func(s starter) {
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid))
+		limits, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", s.pid))
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmData:" {
+				used, _ = strconv.ParseInt(f[1], 10, 64)
+				used *= 1024
+			}
 		}
+		for line := range strings.SplitSeq(string(limits), "\n") {
+			if f := strings.Fields(line); len(f) >= 4 && strings.HasPrefix(line, "Max data size") {
+				limit, lerr = strconv.ParseInt(f[3], 10, 64)
+				if f[3] == "unlimited" { // PID 1 is not bound, the command is
+					limit, lerr = -1, nil
+				}
+			}
+		}
+	})
+	t.Logf("one-shot: err=%v exit=%d out=%q used=%d limit=%d", err, r.ExitCode, r.Stdout, used, limit)
+	if lerr != nil || used == 0 {
+		t.Errorf("PID 1's data size and limit were not read: %d, %v", used, lerr)
+	} else if limit >= 0 && used > limit {
+		t.Errorf("the one-shot init holds %d bytes of private data under its own RLIMIT_DATA of %d: its next allocation kills it", used, limit)
+	}
+	if err != nil || !strings.Contains(string(r.Stdout), "ok") {
+		t.Errorf("one-shot run of 'sleep 2' under a 64 MiB limit: %v (stdout %q)", err, r.Stdout)
+	}
+	sb, err := isolated.New(bg, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	r, err = sb.Exec(bg, sandbox.Command{Shell: "head -c 300000000 /dev/zero > /dev/shm/big && du -m /dev/shm/big", Timeout: 10 * time.Second})
+	t.Logf("tmpfs: err=%v exit=%d limit=%q out=%q", err, r.ExitCode, r.Limit, r.Stdout)
+	if err == nil && r.ExitCode == 0 {
+		t.Errorf("a command under a 64 MiB memory limit holds %s MiB of RAM in /dev/shm, limit %q", strings.Fields(string(r.Stdout))[0], r.Limit)
+	}
+	// The command itself is bound (the rlimit fallback, per process),
+	// from its first instruction: awk reads its limits at once.
+	r, err = sb.Exec(bg, sandbox.Command{Args: []string{"awk", "/Max data size/ {print $4}", "/proc/self/limits"}})
+	if err != nil || strings.TrimSpace(string(r.Stdout)) != "67108864" {
+		t.Errorf("the command's own data limit: %q %v, want 67108864", r.Stdout, err)
 	}
 }
 
@@ -1699,7 +1670,7 @@ func TestDenyHoldsThroughAbsoluteSymlink(t *testing.T) {
 func TestProcNotWritable(t *testing.T) {
 	inEveryMode(t, func(t *testing.T, e *env) {
 		if os.Getuid() != 0 {
-			t.Skip("hutch is not running as root")
+			testenv.Missing(t, "root (hutch running as root is the case under test)")
 		}
 		r := e.run(t, sh("for f in /proc/sys/kernel/core_pattern /proc/sys/vm/drop_caches /proc/sysrq-trigger /proc/irq/default_smp_affinity /proc/bus/pci/00/00.0; do test -w $f && echo WRITABLE $f; done; true"))
 		if strings.Contains(string(r.Stdout), "WRITABLE") {
@@ -2024,11 +1995,10 @@ func TestRlimitMemoryFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, _ := os.Executable()
 	run := func(kind string, mib int) string {
 		job := helper.Job{Policy: pol, Dir: e.work, HostUID: os.Getuid(), HostGID: os.Getgid(),
-			Argv: []string{self, "-test.run=^$", kind, strconv.Itoa(mib)},
-			Env:  []string{"PATH=/usr/bin:/bin", "HUTCH_ATTACK=shmalloc", "GOGC=off"}}
+			Argv: testenv.ProgramArgv(kind, strconv.Itoa(mib)),
+			Env:  []string{"PATH=/usr/bin:/bin", testenv.ProgramEnv("shmalloc"), "GOGC=off"}}
 		outR, outW, _ := os.Pipe()
 		defer outR.Close()
 		done := make(chan []byte)

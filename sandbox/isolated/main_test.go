@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // The test binary is also the sandbox's helper.
 func TestMain(m *testing.M) {
 	helper.Main()
+	testenv.RunProgram()
 	os.Exit(m.Run())
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -171,9 +172,8 @@ func TestSeccompRefusesI386ABI(t *testing.T) {
 	// And for real where the kernel runs i386 system calls (IA32
 	// emulation, on by default in distribution kernels).
 	dir, path, connected := hostUnixSocket(t)
-	self, _ := os.Executable()
-	r := e.runWith(t, e.pol.Extend(policy.Policy{Read: []string{dir}}), sandbox.Command{Args: []string{self, "-test.run=^$", path},
-		Env: map[string]string{"HUTCH_ATTACK": "int80"}, Timeout: 10 * time.Second})
+	r := e.runWith(t, e.pol.Extend(policy.Policy{Read: []string{dir}}), sandbox.Command{Args: testenv.ProgramArgv(path),
+		Env: map[string]string{testenv.ProgramEnvKey: "int80"}, Timeout: 10 * time.Second})
 	out := string(r.Stdout) + string(r.Stderr)
 	switch {
 	case strings.Contains(out, "fatal error: fault") && !strings.Contains(out, "ALLOWED"):

@@ -37,6 +37,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
@@ -272,7 +273,7 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 func shellOK(t *testing.T) {
 	t.Helper()
 	if err := local.Check(); err != nil {
-		t.Skipf("this host cannot run local commands: %v", err)
+		testenv.Missing(t, "the local tier's commands: %v", err)
 	}
 }
 
@@ -1241,7 +1242,7 @@ func TestAttackExecForkBomb(t *testing.T) {
 func TestAttackExecMemoryHog(t *testing.T) {
 	shellOK(t)
 	if _, err := exec.LookPath("awk"); err != nil {
-		t.Skip("no awk on this host")
+		testenv.Missing(t, "awk")
 	}
 	e := newAttackEnv(t, local.Options{})
 	marker := "hog-" + uniqueMarker()
@@ -1381,11 +1382,14 @@ func raceBuild() bool {
 	return false
 }
 
-// TestFloodChild is the measured half of TestAttackExecOutputFlood; it does
-// nothing unless HUTCH_FLOOD_CHILD=1.
-func TestFloodChild(t *testing.T) {
-	if os.Getenv("HUTCH_FLOOD_CHILD") != "1" {
-		return
+// floodProgram is the measured half of TestAttackExecOutputFlood, a
+// program of this test binary (testenv.RegisterProgram): it floods a
+// command's stdout and prints one HUTCH_FLOOD line of numbers, or of why
+// it could not.
+func floodProgram([]string) {
+	fail := func(err error) {
+		fmt.Printf("HUTCH_FLOOD error: %v\n", err)
+		os.Exit(1)
 	}
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
@@ -1394,10 +1398,19 @@ func TestFloodChild(t *testing.T) {
 		fmt.Printf("HUTCH_FLOOD unsupported: %v\n", err)
 		return
 	}
-	sb := newLocal(t)
+	dir, err := os.MkdirTemp("", "hutch-flood")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	sb, err := local.New(dir, local.Options{})
+	if err != nil {
+		fail(err)
+	}
+	defer sb.Close()
 	// Warm up the exec path so that its one-time costs are in the baseline.
 	if _, err := sb.Exec(bg, sandbox.Command{Args: []string{"true"}}); err != nil {
-		t.Fatal(err)
+		fail(err)
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -1406,19 +1419,21 @@ func TestFloodChild(t *testing.T) {
 	r, err := sb.Exec(bg, sandbox.Command{Args: []string{"head", "-c", strconv.Itoa(floodBytes), "/dev/zero"}, Timeout: 5 * time.Minute})
 	dur := time.Since(start)
 	if err != nil {
-		t.Fatal(err)
+		fail(err)
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
+		fail(err)
 	}
 	fmt.Printf("HUTCH_FLOOD before_kib=%d maxrss_kib=%d hwm_kib=%d start_maxrss_kib=%d stdout_size=%d stdout_len=%d truncated=%v exit=%d timed_out=%v duration_ns=%d\n",
 		before, ru.Maxrss, vmHWM(), startMaxrss, r.StdoutSize, len(r.Stdout), r.StdoutTruncated, r.ExitCode, r.TimedOut, dur.Nanoseconds())
 }
 
+func init() { testenv.RegisterProgram("flood", floodProgram) }
+
 // TestAttackExecOutputFlood: 1 GiB of output keeps only the last MiB and
 // hutch's memory stays flat. Measured in a fresh process (the test binary
-// re-run as TestFloodChild) so other tests' allocations do not blur it.
+// run as its flood program) so other tests' allocations do not blur it.
 func TestAttackExecOutputFlood(t *testing.T) {
 	shellOK(t)
 	if testing.Short() {
@@ -1428,8 +1443,8 @@ func TestAttackExecOutputFlood(t *testing.T) {
 	// kernel carries ru_maxrss across execve, and a process vforked from
 	// this (big) test binary would start with this binary's peak as its
 	// own. A child forked by a small shell starts near zero.
-	cmd := exec.Command("/bin/sh", "-c", `"$@"; exit $?`, "sh", os.Args[0], "-test.run=^TestFloodChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "HUTCH_FLOOD_CHILD=1")
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `"$@"; exit $?`, "sh"}, testenv.ProgramArgv()...)...)
+	cmd.Env = append(os.Environ(), testenv.ProgramEnv("flood"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)

@@ -74,6 +74,11 @@ func TestExecLiveWriterErrorGivesSIGPIPE(t *testing.T) {
 	}
 }
 
+// The command of TestExecEscapedPipeDoesNotHang, inside the sandbox.
+func init() {
+	testenv.RegisterProgram("send-stdout", func(args []string) { os.Exit(sendStdout(args[0])) })
+}
+
 // A command's output pipe that outlives the command (here it hands its
 // stdout to a process outside, as `systemd-run --pipe` or any host
 // daemon that accepts descriptors would) does not hold Exec: once PID 1
@@ -81,9 +86,6 @@ func TestExecLiveWriterErrorGivesSIGPIPE(t *testing.T) {
 // pipes, then closes them and returns.
 // Origin: review 8.
 func TestExecEscapedPipeDoesNotHang(t *testing.T) {
-	if sock := os.Getenv("HUTCH_TEST_SEND_STDOUT"); sock != "" {
-		os.Exit(sendStdout(sock)) // the command, inside the sandbox
-	}
 	if err := local.Check(); err != nil {
 		testenv.Missing(t, "the local tier's shell: %v", err)
 	}
@@ -128,14 +130,13 @@ func TestExecEscapedPipeDoesNotHang(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	self, _ := os.Executable()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
 		_, err := sb.Exec(ctx, sandbox.Command{
-			Args:    []string{self, "-test.run=^TestExecEscapedPipeDoesNotHang$"},
-			Env:     map[string]string{"HUTCH_TEST_SEND_STDOUT": sock},
+			Args:    testenv.ProgramArgv(sock),
+			Env:     map[string]string{testenv.ProgramEnvKey: "send-stdout"},
 			Timeout: 3 * time.Second,
 		})
 		done <- err

@@ -651,3 +651,8 @@ func TestReadStreamOfFileGrowingPastMaxIsTooLarge(t *testing.T) {
 		t.Errorf("ReadStream of a file that grew past MaxFileSize while read: %v after %d bytes; want ErrTooLarge, as ReadStat", err, got)
 	}
 }
+
+func TestMain(m *testing.M) {
+	testenv.RunProgram()
+	os.Exit(m.Run())
+}
