@@ -532,7 +532,11 @@ func (s *Sandbox) runWatched(ctx context.Context, asInit bool) (string, error) {
 			s.mu.Lock()
 			s.watch = w
 			s.mu.Unlock()
-			go s.sweep(context.WithoutCancel(ctx))
+			go func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				s.sweep(ctx)
+			}()
 			return strings.TrimSpace(string(b)), nil
 		}
 	}
