@@ -789,6 +789,18 @@ func readProc(pid int) (proc, bool) {
 	return parseStat(pid, b)
 }
 
+// PIDNamespace is the inode number of this process's PID namespace,
+// which tells it from another namespace on this boot; 0 when /proc does
+// not say.
+func PIDNamespace() uint64 {
+	if fi, err := os.Stat("/proc/self/ns/pid"); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return st.Ino
+		}
+	}
+	return 0
+}
+
 // ProcessStart is pid's start time, in clock ticks after boot (field 22
 // of /proc/PID/stat), which tells a process from a later one given the
 // same PID. The error wraps fs.ErrNotExist when there is no such process.

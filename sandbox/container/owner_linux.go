@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/hutchsandbox/hutch/helper"
 )
@@ -48,14 +47,9 @@ func parseOwner(v string) (p processOwner, ok bool) {
 // selfProcess is this process as a container's owner; its boot is ""
 // when the kernel does not say.
 var selfProcess = sync.OnceValue(func() processOwner {
-	p := processOwner{pid: uint64(os.Getpid())}
+	p := processOwner{pid: uint64(os.Getpid()), ns: helper.PIDNamespace()}
 	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 		p.boot = strings.TrimSpace(string(b))
-	}
-	if fi, err := os.Stat("/proc/self/ns/pid"); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			p.ns = st.Ino
-		}
 	}
 	p.start, _ = helper.ProcessStart(int(p.pid))
 	return p

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
@@ -292,12 +291,7 @@ var groupNameRE = regexp.MustCompile(`^hutch-([0-9]+)-([0-9]+)-([0-9]+)-[0-9a-f]
 
 // selfOwner is this process as a group's creator.
 var selfOwner = sync.OnceValue(func() groupOwner {
-	o := groupOwner{pid: uint64(os.Getpid())}
-	if fi, err := os.Stat("/proc/self/ns/pid"); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			o.ns = st.Ino
-		}
-	}
+	o := groupOwner{pid: uint64(os.Getpid()), ns: helper.PIDNamespace()}
 	o.start, _ = helper.ProcessStart(int(o.pid))
 	return o
 })
