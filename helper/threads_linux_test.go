@@ -22,6 +22,10 @@ import (
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
+func init() {
+	testenv.RegisterProgram("full-pids", func(args []string) { os.Exit(fullPidsChild(args[0])) })
+}
+
 // The helper's Go processes share the sandbox's process limit with its
 // commands. Here a child of the test fills a real pids control group
 // with sleeping processes, as a fork bomb would, and then does what a
@@ -31,9 +35,6 @@ import (
 // sockets without the reserve, must die for want of a thread, or the
 // test proves nothing.
 func TestFullProcessLimit(t *testing.T) {
-	if mode := os.Getenv("HUTCH_TEST_FULL_PIDS"); mode != "" {
-		os.Exit(fullPidsChild(mode))
-	}
 	cg := newPidsGroup(t, 48)
 	for _, tc := range []struct {
 		mode    string
@@ -43,8 +44,9 @@ func TestFullProcessLimit(t *testing.T) {
 		{"control", false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			c := exec.Command(os.Args[0], "-test.run=^TestFullProcessLimit$")
-			c.Env = append(os.Environ(), "HUTCH_TEST_FULL_PIDS="+tc.mode)
+			argv := testenv.ProgramArgv(tc.mode)
+			c := exec.Command(argv[0], argv[1:]...)
+			c.Env = append(os.Environ(), testenv.ProgramEnv("full-pids"))
 			stdin, err := c.StdinPipe()
 			if err != nil {
 				t.Fatal(err)

@@ -19,21 +19,20 @@ import (
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
-// Review 8 found that on cgroup v2 the commands' group was joined with
-// clone3(CLONE_INTO_CGROUP), which the helpers' own seccomp filter answers
-// with ENOSYS: on a v2 host every command of a session with a process
-// limit failed with 126. v2 now works as v1 does, in threaded groups: the
-// command's child (single-threaded, before execve) writes itself into
-// cmd's cgroup.threads; the helper's threads stay in hutch's. This host's pids controller is on v1, but its cgroup2 mount
-// (/sys/fs/cgroup/unified on a hybrid host) has threaded groups all the
-// same: the child here starts /bin/cat /proc/self/cgroup through
-// forkCommand, unconfined (the control) and under the helper's seccomp
-// filter, and the command must be born in cmd, the forking thread never
-// leaving hutch.
-func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
-	if os.Getenv("HUTCH_REVIEW8_GROUP") != "" {
-		os.Exit(review8GroupChild())
-	}
+func init() {
+	testenv.RegisterProgram("threaded-group", func(args []string) { os.Exit(threadedGroupProgram(args)) })
+}
+
+// On cgroup v2 a command joins the commands' group as on v1, in threaded
+// groups, from a helper under its own seccomp filter (which answers
+// clone3 with ENOSYS): the command's single-threaded child writes itself
+// into cmd's cgroup.threads before execve, and the forking thread never
+// leaves hutch's group. This host's pids controller may be on v1; its
+// cgroup2 mount (/sys/fs/cgroup/unified on a hybrid host) has threaded
+// groups all the same. The child starts /bin/cat /proc/self/cgroup
+// through forkCommand, unconfined (the control) and confined.
+// Origin: review 8.
+func TestCommandJoinsThreadedGroupUnderSeccomp(t *testing.T) {
 	if os.Getuid() != 0 {
 		testenv.Missing(t, "needs root (CI runs as root on a host with a cgroup2 mount)")
 	}
@@ -46,7 +45,7 @@ func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
 	}
 	id := make([]byte, 4)
 	_, _ = rand.Read(id)
-	dir := filepath.Join(root, "hutch-review8-"+hex.EncodeToString(id))
+	dir := filepath.Join(root, "hutch-test-"+hex.EncodeToString(id))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		testenv.Missing(t, "cannot make a v2 group (CI runs as root on a host with a cgroup2 mount): %v", err)
 	}
@@ -60,8 +59,9 @@ func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := exec.Command(os.Args[0], "-test.run=^TestReview8ThreadedGroupUnderSeccomp$")
-	c.Env = append(os.Environ(), "HUTCH_REVIEW8_GROUP="+dir)
+	argv := testenv.ProgramArgv(dir)
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = append(os.Environ(), testenv.ProgramEnv("threaded-group"))
 	// The thread file at CmdGroupFD from the start, as a session's
 	// helpers get it (the runtime's own descriptors come after).
 	f, err := os.OpenFile(filepath.Join(dir, "cmd", "cgroup.threads"), os.O_WRONLY, 0)
@@ -80,8 +80,12 @@ func TestReview8ThreadedGroupUnderSeccomp(t *testing.T) {
 	}
 }
 
-func review8GroupChild() int {
-	dir := os.Getenv("HUTCH_REVIEW8_GROUP")
+// threadedGroupProgram is the child of
+// TestCommandJoinsThreadedGroupUnderSeccomp, a program of this test
+// binary: it joins args[0]'s hutch group and starts a command into its
+// cmd group, unconfined and then confined.
+func threadedGroupProgram(args []string) int {
+	dir := args[0]
 	if err := os.WriteFile(filepath.Join(dir, "hutch", "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 		fmt.Println("joining hutch:", err)
 		return 1
