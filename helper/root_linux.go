@@ -473,7 +473,7 @@ func (b *builder) mask(what string, fd uint8) {
 // /proc magic link a command planted in a writable directory): inside,
 // that name leads nowhere, or to what the policy governs by its own name.
 // A planted ordinary link does move the mask onto its target (see the
-// README: masks follow links, so that a denied file's links are masked
+// docs/isolated.md: masks follow links, so that a denied file's links are masked
 // too).
 func (b *builder) deny(path string) {
 	fd := b.slot()

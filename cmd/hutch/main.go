@@ -1,13 +1,21 @@
-// Command hutch runs commands in sandboxes and reports what they did.
+// Command hutch gives an AI agent's tools a sandbox and a permission gate:
+// it runs commands in sandboxes, serves the tools over MCP, and keeps the
+// approvals people give.
 //
-//	hutch run [--tier virtual|local] [--root DIR] [--timeout DUR] [--env K=V]... [--json] -- CMD [ARG...]
+//	hutch run [--tier isolated|container|local|virtual] [--root DIR] [--timeout DUR] [--env K=V]... [--json] -- CMD [ARG...]
+//	hutch mcp [--tier ...] [--root DIR] [--mode read_only|auto|ask|approve] [--http ADDR] ...
+//	hutch approvals list|approve ID|deny ID|check --store FILE
 //	hutch check [--json]
-//	hutch version
 //	hutch gc [--runtime docker|podman] [--dry-run]
+//	hutch version
+//
+// Every command's --help lists its flags; docs/cli.md and docs/mcp.md
+// describe them.
 //
 // Exit status of "hutch run": the command's own; 124 when it timed out; 125
 // when hutch could not run it (the reason is one line on stderr); 126 not
-// executable; 127 not found; 128+N when killed by signal N.
+// executable; 127 not found; 128+N when killed by signal N. The other
+// commands exit 0, or 125 with one line on stderr.
 package main
 
 import (
