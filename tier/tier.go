@@ -59,7 +59,7 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 	case Virtual:
 		return virtual.New(), nil
 	case Local:
-		return local.New(cfg.Root, local.Options{Env: cfg.Env})
+		return opened(local.New(cfg.Root, local.Options{Env: cfg.Env}))
 	case Isolated:
 		pol := policy.Default()
 		if cfg.Policy != nil {
@@ -68,7 +68,7 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 		if cfg.Env != nil {
 			pol.Env = sandbox.MergeEnv(map[string]string{"PATH": sandbox.DefaultPath}, pol.Env, cfg.Env)
 		}
-		return isolated.New(ctx, pol)
+		return opened(isolated.New(ctx, pol))
 	case Container:
 		return openContainer(cfg)
 	}
@@ -76,6 +76,15 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 		return nil, st.err
 	}
 	return nil, fmt.Errorf("tier %s: %w", name, sandbox.ErrUnsupported)
+}
+
+// opened is a tier constructor's result as a sandbox.Sandbox: nil, not a
+// nil pointer of the tier's type in a non-nil interface, when it failed.
+func opened[S sandbox.Sandbox](sb S, err error) (sandbox.Sandbox, error) {
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
 }
 
 // Status says whether a tier can be used on this host, and if not, why and
@@ -158,7 +167,7 @@ func openContainer(cfg Config) (sandbox.Sandbox, error) {
 	}
 	sb, err := container.New(o)
 	if err != nil {
-		return nil, err
+		return nil, err // not sb: a nil *container.Sandbox is no nil sandbox.Sandbox
 	}
 	if cfg.Policy == nil {
 		notes = sb.HardeningGaps() // FromPolicy's notes hold them already
