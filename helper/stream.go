@@ -309,6 +309,9 @@ type StreamResponse struct {
 	// counter moved while the command ran, for an exec that did not time
 	// out.
 	Limit string `json:"limit,omitempty"`
+	// Quoted, on the wire only, says Info.Path and Err's words are in Go's
+	// quoted form (see quoteWords).
+	Quoted bool `json:"quoted,omitempty"`
 }
 
 // Window tracks one flow-controlled stream on the sending side: how many

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // JSON carries strings as UTF-8: Go's encoder turns any byte that is no
@@ -107,17 +109,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 // path and message quoted when they need it.
 func (r Response) MarshalJSON() ([]byte, error) {
 	type plain Response
-	if slices.ContainsFunc(r.words(), invalid) {
-		if r.Info != nil { // copies: the caller's stay as they are
-			info := *r.Info
-			r.Info = &info
-		}
-		if r.Err != nil {
-			e := *r.Err
-			r.Err = &e
-		}
-		r.Quoted = quoteWords(r.words()...)
-	}
+	r.Quoted = quoteResponse(&r.Info, &r.Err)
 	return json.Marshal(plain(r))
 }
 
@@ -129,19 +121,61 @@ func (r *Response) UnmarshalJSON(b []byte) error {
 	}
 	if r.Quoted {
 		r.Quoted = false
-		return unquoteWords(r.words()...)
+		return unquoteWords(responseWords(r.Info, r.Err)...)
 	}
 	return nil
 }
 
-// words are the response's strings that quoteWords covers.
-func (r *Response) words() []*string {
-	var ws []*string
-	if r.Info != nil {
-		ws = append(ws, &r.Info.Path)
+// MarshalJSON encodes the container helper's response as Response's
+// MarshalJSON does: its file's path and its error's path and message
+// quoted when they need it.
+func (r StreamResponse) MarshalJSON() ([]byte, error) {
+	type plain StreamResponse
+	r.Quoted = quoteResponse(&r.Info, &r.Err)
+	return json.Marshal(plain(r))
+}
+
+// UnmarshalJSON decodes a container helper's response and unquotes its
+// words.
+func (r *StreamResponse) UnmarshalJSON(b []byte) error {
+	type plain StreamResponse
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
 	}
-	if r.Err != nil {
-		ws = append(ws, &r.Err.Path, &r.Err.Msg)
+	if r.Quoted {
+		r.Quoted = false
+		return unquoteWords(responseWords(r.Info, r.Err)...)
+	}
+	return nil
+}
+
+// quoteResponse quotes a response's words (responseWords) when any of
+// them is not UTF-8, in copies of *info and *e (the caller's stay as they
+// are), and reports whether it did.
+func quoteResponse(info **sandbox.FileInfo, e **WireError) bool {
+	if !slices.ContainsFunc(responseWords(*info, *e), invalid) {
+		return false
+	}
+	if *info != nil {
+		c := **info
+		*info = &c
+	}
+	if *e != nil {
+		c := **e
+		*e = &c
+	}
+	return quoteWords(responseWords(*info, *e)...)
+}
+
+// responseWords are the strings of a response's file information and
+// error that quoteWords covers.
+func responseWords(info *sandbox.FileInfo, e *WireError) []*string {
+	var ws []*string
+	if info != nil {
+		ws = append(ws, &info.Path)
+	}
+	if e != nil {
+		ws = append(ws, &e.Path, &e.Msg)
 	}
 	return ws
 }

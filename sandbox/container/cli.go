@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -209,6 +210,32 @@ hutch_sweep "$$" "$t0"
 exit "$st"
 `
 
+// shArgv is the argv that runs script with /bin/sh, args as its
+// positional parameters. The runtime's exec carries argv as JSON, whose
+// encoder turns every byte that is not UTF-8 into U+FFFD ("a\xff" and
+// "a\xfe" would both become "a\uFFFD", one file): when any argument is
+// not UTF-8, every one goes as octal escapes, which the script's first
+// line (cliDecodeArgs) turns back into the bytes.
+func shArgv(script string, args ...string) []string {
+	if !slices.ContainsFunc(args, func(a string) bool { return !utf8.ValidString(a) }) {
+		return append([]string{"/bin/sh", "-c", script, "sh"}, args...)
+	}
+	enc := make([]string, len(args))
+	for i, a := range args {
+		var b strings.Builder
+		for j := 0; j < len(a); j++ {
+			fmt.Fprintf(&b, "\\%03o", a[j])
+		}
+		enc[i] = b.String()
+	}
+	return append([]string{"/bin/sh", "-c", cliDecodeArgs + script, "sh"}, enc...)
+}
+
+// cliDecodeArgs replaces each positional parameter, an octal-escaped
+// string (shArgv), by its bytes; the x keeps trailing newlines.
+const cliDecodeArgs = `for a do d=$(printf "$a"; printf x); set -- "$@" "${d%x}"; shift; done
+`
+
 // cliBackend runs each operation as one runtime exec.
 type cliBackend struct{ s *Sandbox }
 
@@ -216,7 +243,7 @@ type cliBackend struct{ s *Sandbox }
 // the script's stdout, or the error its exit code stands for.
 func (b cliBackend) script(ctx context.Context, op, rel string, stdin io.Reader, limit int, script string, args ...string) ([]byte, error) {
 	s := b.s
-	argv := append([]string{"/bin/sh", "-c", script, "sh", s.o.WorkDir}, args...)
+	argv := shArgv(script, append([]string{s.o.WorkDir}, args...)...)
 	c := exec.CommandContext(ctx, s.prog, s.o.ExecArgs(s.containerID(), stdin != nil, "", argv...)...)
 	c.Stdin = stdin
 	var out bytes.Buffer
@@ -408,6 +435,11 @@ func globBase(pattern string) (string, int) {
 	return base, len(rest)
 }
 
+// cleanRel reports whether rel is a clean relative path, by fs.ValidPath's
+// rules but of any bytes: a name need not be UTF-8 (fs.ValidPath would
+// refuse it), and '/' and '.' are single bytes wherever they appear.
+func cleanRel(rel string) bool { return fs.ValidPath(strings.ToValidUTF8(rel, "x")) }
+
 // listingFS is a glob listing as an fs.FS rooted at the sandbox root:
 // directories, other entries, and links with their resolved targets.
 type listingFS struct {
@@ -457,7 +489,7 @@ func parseListing(out []byte, base string) (*listingFS, error) {
 			return bad()
 		}
 		rel, ok := strings.CutPrefix(r, "./")
-		if !ok || section == 0 || !fs.ValidPath(rel) || rel == "." {
+		if !ok || section == 0 || !cleanRel(rel) || rel == "." {
 			return bad() // find prints clean paths below "."
 		}
 		p := path.Join(base, rel)
@@ -481,7 +513,7 @@ func parseListing(out []byte, base string) (*listingFS, error) {
 			case k == "x":
 			case t == root:
 				m.target[p] = "."
-			case strings.HasPrefix(t, root+"/") && fs.ValidPath(t[len(root)+1:]):
+			case strings.HasPrefix(t, root+"/") && cleanRel(t[len(root)+1:]):
 				m.target[p] = t[len(root)+1:]
 			}
 		}
@@ -644,8 +676,7 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 			return sandbox.Result{}, err
 		}
 	}
-	args := append([]string{"/bin/sh", "-c", cliExec, "sh", s.o.WorkDir, cmd.Dir, strconv.Itoa(len(names))}, names...)
-	args = append(args, argv...)
+	args := shArgv(cliExec, append(append([]string{s.o.WorkDir, cmd.Dir, strconv.Itoa(len(names))}, names...), argv...)...)
 	c := exec.Command(s.prog, s.o.ExecArgs(s.containerID(), cmd.Stdin != nil, file, args...)...)
 	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}

@@ -50,6 +50,7 @@ func Run(t *testing.T, newSB Factory, opts Options) {
 	t.Run("Errors", func(t *testing.T) { testErrors(t, fresh(t)) })
 	t.Run("Escapes", func(t *testing.T) { testEscapes(t, fresh(t)) })
 	t.Run("InvalidPaths", func(t *testing.T) { testInvalidPaths(t, fresh(t)) })
+	t.Run("Names", func(t *testing.T) { testNames(t, fresh(t)) })
 	t.Run("Stat", func(t *testing.T) { testStat(t, fresh(t)) })
 	t.Run("Glob", func(t *testing.T) { testGlob(t, fresh(t)) })
 	t.Run("Exec", func(t *testing.T) { testExec(t, fresh(t), opts) })
@@ -183,6 +184,39 @@ func testInvalidPaths(t *testing.T, sb sandbox.Sandbox) {
 	}
 	_, err := sb.Glob(bg, "[")
 	wantErr(t, "Glob([)", err, sandbox.ErrInvalidPath)
+}
+
+// testNames: a name is its bytes, UTF-8 or not, in and out (two names
+// that differ in a byte that is not UTF-8 stay two files, each read as
+// written), and a path error is an *fs.PathError naming the path asked,
+// byte for byte.
+func testNames(t *testing.T, sb sandbox.Sandbox) {
+	names := []string{"a\xff", "a\xfe", "é.txt", "sp ace", "nl\nname"}
+	for i, n := range names {
+		mustWrite(t, sb, n, fmt.Sprint(i))
+	}
+	got, err := sb.Glob(bg, "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	want := slices.Clone(names)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Glob(*) = %q, want %q", got, want)
+	}
+	for i, n := range names {
+		if b, err := sb.Read(bg, n); err != nil || string(b) != fmt.Sprint(i) {
+			t.Errorf("Read(%q) = %q, %v; want %q", n, b, err, fmt.Sprint(i))
+		}
+	}
+	for _, p := range []string{"nope\xff", "d\xfe/nope"} {
+		_, err := sb.Read(bg, p)
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Path != p || !errors.Is(err, sandbox.ErrNotFound) {
+			t.Errorf("Read(%q): %#v; want an *fs.PathError for %q matching ErrNotFound", p, err, p)
+		}
+	}
 }
 
 func testStat(t *testing.T, sb sandbox.Sandbox) {
