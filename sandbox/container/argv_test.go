@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -374,6 +375,25 @@ func TestConfigHash(t *testing.T) {
 		}
 		if hash(o, "/h/a") != want {
 			t.Errorf("%+v with the helper changed the hash", o)
+		}
+	}
+}
+
+// A CPU-time limit hutch-helper serve cannot take (its --cpu-time=N is a
+// whole number up to 4294967295) never reaches it, where the helper would
+// exit 2 and the start would blame the build of hutch: normalize refuses
+// it as a configuration error, or HelperArgs passes a value serve accepts.
+// Origin: review 6.
+func TestHelperArgsCPUTimeWithinServeBound(t *testing.T) {
+	o, err := Options{Image: "i", CPUTime: 1300000 * time.Hour}.normalize()
+	if err != nil {
+		return // refused up front: fine
+	}
+	for _, a := range o.HelperArgs("ID") {
+		if v, ok := strings.CutPrefix(a, "--cpu-time="); ok {
+			if _, err := strconv.ParseUint(v, 10, 32); err != nil {
+				t.Errorf("HelperArgs passes %s, which hutch-helper serve refuses (a whole number up to 4294967295)", a)
+			}
 		}
 	}
 }

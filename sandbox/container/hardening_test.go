@@ -702,7 +702,9 @@ func TestMemoryBombOfSmallProcesses(t *testing.T) {
 // still starts with the session's limits.
 func TestReaperRetiresWhenACommandLowersItsLimits(t *testing.T) {
 	sb := onHelper(t, newSB(t, container.Options{OpenFiles: 64}))
-	r := run(t, sb, sandbox.Command{Args: []string{container.HelperPath}, Env: map[string]string{"HUTCH_ATTACK": "lower-parent-nofile"}})
+	// The test binary, mounted as the helper, run as a program.
+	argv := append([]string{container.HelperPath}, testenv.ProgramArgv()[1:]...)
+	r := run(t, sb, sandbox.Command{Args: argv, Env: map[string]string{testenv.ProgramEnvKey: "lower-parent-nofile"}})
 	if strings.TrimSpace(string(r.Stdout)) != "lowered" {
 		t.Fatalf("the attack did not run: %+v", r)
 	}
@@ -712,3 +714,39 @@ func TestReaperRetiresWhenACommandLowersItsLimits(t *testing.T) {
 		}
 	}
 }
+
+// A container made on the helper path carries no CPU-time or open-files
+// rlimit (the helper sets them per command), so a later session that
+// reconnects to it without the helper (NoHelper here; equally a program
+// that does not call helper.Main, or a remote engine without
+// Options.Helper) would run every command through `docker exec` with
+// neither: such a reconnect is refused as a configuration error naming the
+// fix (the container's config label differs), or the limits hold.
+// Origin: review 6.
+func TestReconnectWithoutHelperKeepsLimits(t *testing.T) {
+	needDocker(t)
+	name := uniqueName("hutch-r6")
+	lim := container.Options{Name: name, Reconnect: true, CPUTime: 2 * time.Second, OpenFiles: 64}
+	sb1 := onHelper(t, newSB(t, lim))
+	id := sb1.ID()
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", id).Run() })
+	_ = sb1.Close()
+
+	lim.NoHelper = true
+	sb2 := newSB(t, lim)
+	r, err := sb2.Exec(bg, sandbox.Command{Shell: "grep -e 'Max cpu time' -e 'Max open files' /proc/self/limits | tr -s ' '", Timeout: 30 * time.Second})
+	if err != nil {
+		// Refused, as it must be: the container has neither limit. (It
+		// was made with the helper: the config label differs.)
+		if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "reconnect with the options it was made with") {
+			t.Errorf("reconnected without the helper: %v, want the refusal naming the fix", err)
+		}
+		return
+	}
+	out := string(r.Stdout)
+	if !strings.Contains(out, "Max cpu time 2 3 seconds") || !strings.Contains(out, "Max open files 64 64 files") {
+		t.Errorf("reconnected without the helper, the command runs with %q (mode %q), want CPU time 2:3 and 64 open files, or a refusal", out, mode(sb2))
+	}
+}
+
+func mode(sb *container.Sandbox) container.Mode { m, _ := sb.Mode(); return m }
