@@ -195,7 +195,7 @@ func TestApprovalsCommandsOnDamagedStores(t *testing.T) {
 			for i := range 60 {
 				id = ask(fmt.Sprintf("echo %d %s", i, strings.Repeat("x", 300)))
 			}
-			if code, out := review5Run(t, dir, "approvals", "check", "--store", store); code != 0 || !strings.Contains(out, "is whole: 60 requests, 60 waiting") {
+			if code, out := hutchChild(t, dir, "approvals", "check", "--store", store); code != 0 || !strings.Contains(out, "is whole: 60 requests, 60 waiting") {
 				t.Errorf("check of a whole store: exit %d, %q", code, out)
 			}
 			testenv.DamageFile(t, store, how)
@@ -205,7 +205,7 @@ func TestApprovalsCommandsOnDamagedStores(t *testing.T) {
 				{"approvals", "approve", id, "--store", store},
 				{"mcp", "--tier", "virtual", "--mode", "approve", "--store", store},
 			} {
-				code, out := review5Run(t, dir, args...)
+				code, out := hutchChild(t, dir, args...)
 				noCrash(t, args[1], out)
 				if code != 125 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, store+" is damaged: ") ||
 					!strings.Contains(out, "move") {
@@ -280,5 +280,107 @@ func TestMCPServesThroughADamagedStore(t *testing.T) {
 	c.in.Close()
 	if code := c.wait(t, 10*time.Second); code != 0 {
 		t.Errorf("exit %d, stderr %q", code, c.stderr.String())
+	}
+}
+
+// An unknown approvals subcommand ("hutch approvals deni ID", a typo) is
+// refused with exit 125 and an unknown-command error, so a script that
+// mistypes a denial does not see success.
+// Origin: review 9.
+func TestApprovalsUnknownSubcommandRefused(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "a.db")
+	for _, args := range [][]string{
+		{"approvals", "deni", "abc", "--store", store},
+		{"approvals", "--store", store, "aprove", "abc"},
+	} {
+		code, _, errs := hutch(t, "", args...)
+		if code != 125 || !strings.Contains(errs, "unknown command") {
+			t.Errorf("%q: exit %d, stderr %q; want 125 and an unknown-command error", args, code, errs)
+		}
+	}
+}
+
+// The approvals commands on a broken or wrong store: a one-line error
+// naming the file, never a new empty store and never a panic; text the
+// agent chose is escaped in the listing.
+// Origin: review 7.
+func TestApprovalsCommandsOnBadStores(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	os.WriteFile(garbage, []byte(strings.Repeat("not bolt ", 2000)), 0o600)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"approvals", "list", "--store", garbage}, "garbage.db"},
+		{[]string{"approvals", "approve", "abc", "--store", garbage}, "garbage.db"},
+		{[]string{"approvals", "deny", "abc", "--store", dir}, dir},
+		{[]string{"approvals", "approve", "--store", garbage}, "accepts 1 arg"},
+	} {
+		code, _, errOut := hutch(t, "", c.args...)
+		if code != 125 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%q: exit %d, stderr %q (want 125 and %q on one line)", c.args, code, errOut, c.want)
+		}
+	}
+
+	store := filepath.Join(dir, "a.db")
+	st, err := permission.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := "ls\r\x1b[2Kecho harmless\n"
+	_, err = g.Check(context.Background(), permission.Request{Capability: permission.Shell, Tool: "shell\x1b[8m", Detail: evil, Args: json.RawMessage(`{}`)})
+	var ar *permission.ApprovalRequiredError
+	if !errors.As(err, &ar) {
+		t.Fatal(err)
+	}
+	code, out, _ := hutch(t, "", "approvals", "list", "--store", store)
+	if code != 0 || strings.ContainsAny(out, "\r\x1b") || !strings.Contains(out, ar.ID) {
+		t.Errorf("list shows raw control characters: %q", out)
+	}
+	code, out, _ = hutch(t, "", "approvals", "approve", ar.ID, "--store", store)
+	if code != 0 || strings.ContainsAny(out, "\r\x1b") {
+		t.Errorf("approve shows raw control characters: %q", out)
+	}
+}
+
+// "hutch approvals list" and "approve" print no control character of the
+// agent-chosen Detail to the person's terminal: backspaces and ANSI
+// escapes are escaped, so an agent cannot make "rm -rf ~" render as
+// "echo ok" in the very table a human approves from.
+func TestApprovalsListEscapesControlChars(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "a.db")
+	st, err := permission.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline := "rm -rf ~ #" + strings.Repeat("\b", 10) + "\x1b[2K\x1b[1Gecho ok"
+	args, _ := json.Marshal(map[string]string{"command": cmdline})
+	_, err = g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: cmdline, Tool: "shell", Args: args})
+	var ar *permission.ApprovalRequiredError
+	if !errors.As(err, &ar) {
+		t.Fatalf("want approval required: %v", err)
+	}
+	for _, argv := range [][]string{
+		{"approvals", "list", "--store", store},
+		{"approvals", "approve", ar.ID, "--store", store},
+	} {
+		code, out, _ := hutch(t, "", argv...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d", argv, code)
+		}
+		for _, r := range out {
+			if (r < 0x20 && r != '\n') || r == 0x7f {
+				t.Fatalf("%v prints the agent's control character %q to the terminal: %q", argv[:2], r, out)
+			}
+		}
 	}
 }

@@ -13,16 +13,37 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
-// The test binary is also the isolated tier's helper, as hutch is.
+// The test binary is also the isolated tier's helper, as hutch is, and
+// hutch itself: the program "hutch" (see hutchCommand).
 func TestMain(m *testing.M) {
 	helper.Main()
-	review5Child()
+	testenv.RunProgram()
 	os.Exit(m.Run())
+}
+
+// The program "hutch" runs the CLI with its arguments on this process's
+// stdio and exits with its status, for commands that read os.Stdin
+// directly ("hutch mcp" on stdio) or must run in a process of their own.
+func init() {
+	testenv.RegisterProgram("hutch", func(args []string) {
+		os.Exit(execute(args, os.Stdin, os.Stdout, os.Stderr))
+	})
+}
+
+// hutchCommand is hutch with args in a child process: this test binary
+// run as the program "hutch".
+func hutchCommand(args ...string) *exec.Cmd {
+	argv := testenv.ProgramArgv(args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), testenv.ProgramEnv("hutch"))
+	return cmd
 }
 
 // hutch runs the CLI in-process and returns its exit status and output.
@@ -289,6 +310,80 @@ func TestRunContainer(t *testing.T) {
 	} {
 		if code, _, errs := hutch(t, "", c.args...); code != 125 || !strings.Contains(errs, c.want) {
 			t.Errorf("%q: exit %d, %q; want 125 and %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// hutchChild runs hutch with args in a child process (hutchCommand) in
+// dir, with an empty stdin, and returns its exit status and its combined
+// output.
+func hutchChild(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	cmd := hutchCommand(args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader("") // the client hangs up at once
+	return exitAndOutput(t, cmd)
+}
+
+// exitAndOutput runs cmd and returns its exit status and its combined
+// output; a command that could not run at all fails t.
+func exitAndOutput(t *testing.T, cmd *exec.Cmd) (int, string) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, string(out)
+}
+
+// writeFile writes body to path, failing t when it cannot, and returns
+// path.
+func writeFile(t *testing.T, path, body string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// hasControl reports whether s, less one trailing newline, holds a
+// control character.
+func hasControl(s string) bool {
+	return strings.IndexFunc(strings.TrimSuffix(s, "\n"), unicode.IsControl) >= 0
+}
+
+// hutch's one error line carries no control character: a path (or any
+// input echoed with %s) carrying ANSI escapes or backspaces is escaped,
+// so it cannot rewrite the terminal line the person reads.
+// Origin: review 9.
+func TestErrorLineEscapesControlChars(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--dir", "/x\x1b[2K\x1b[1Gall good", "--", "true"},
+		{"run", "--read", "/x", "--dir", "/y\b\b\b\bz", "--", "true"},
+	} {
+		code, _, errs := hutch(t, "", args...)
+		if code != 125 {
+			t.Errorf("%q: exit %d, want 125", args, code)
+		}
+		if hasControl(errs) {
+			t.Errorf("%q: the error line carries control characters: %q", args, errs)
+		}
+	}
+}
+
+// oneLine's result is valid UTF-8, even for an input with no other
+// non-printable rune: a raw 0x9b (the 8-bit CSI, acted on by terminals not
+// in UTF-8 mode) or 0x90/0x9d (DCS, OSC), which strings.IndexFunc sees as
+// the printable U+FFFD, never reaches the terminal as is.
+// Origin: review 11.
+func TestOneLineIsValidUTF8(t *testing.T) {
+	for _, in := range []string{"open /w/\x9b31mred: no such file", "path /w/\x9d0;title\x9c: bad"} {
+		got := oneLine(in)
+		if !utf8.ValidString(got) {
+			t.Errorf("oneLine(%q) = %q: raw C1 / invalid bytes reach the terminal", in, got)
 		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // mcpChild is "hutch mcp" running in a child process (this test binary,
-// see review5Child), with the client's ends of its stdio.
+// see hutchCommand), with the client's ends of its stdio.
 type mcpChild struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
@@ -30,9 +30,7 @@ type mcpChild struct {
 
 func startMCP(t *testing.T, args ...string) *mcpChild {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "HUTCH_REVIEW5_ARGS="+strings.Join(append([]string{"mcp"}, args...), "\x1f"))
-	return startChild(t, cmd)
+	return startChild(t, hutchCommand(append([]string{"mcp"}, args...)...))
 }
 
 // startChild starts cmd, a hutch mcp, with the client's ends of its

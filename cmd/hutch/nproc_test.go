@@ -17,9 +17,10 @@ import (
 // Without a pids cgroup (hutch not root, no delegated subtree) a process
 // limit falls back to RLIMIT_NPROC, which counts every task in the
 // sandbox: in a session, hutch's helpers hold about 20 threads. A limit
-// below that used to fail the command with a bare "resource temporarily
-// unavailable"; it now says why and what to do. Run as nobody, from a copy
-// of this test binary (which is also hutch's CLI, see review5Child).
+// below that fails the command with a reason (RLIMIT_NPROC counts every
+// task; a pids cgroup would not), not a bare "resource temporarily
+// unavailable". Run as nobody, from a copy of this test binary (which is
+// also hutch's CLI, see hutchCommand).
 func TestRunProcessLimitFallbackSaysWhy(t *testing.T) {
 	run := asNobody(t)
 	session := []string{"run", "--network", "allow=example.com"}
@@ -66,22 +67,23 @@ func asNobody(t *testing.T) func(cgroup string, args ...string) (int, string) {
 	bin := filepath.Join(dir, "hutch")
 	copyFile(t, self, bin)
 	return func(cgroup string, args ...string) (int, string) {
-		c := exec.Command("/bin/sh", "-c", `[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"`,
-			"sh", cgroup, setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^$")
+		argv := append([]string{bin}, testenv.ProgramArgv(args...)[1:]...) // the copy, as the program "hutch"
+		c := exec.Command("/bin/sh", append([]string{"-c", `[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"`,
+			"sh", cgroup, setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)...)
 		c.Dir = dir
-		c.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "HUTCH_REVIEW5_ARGS=" + strings.Join(args, "\x1f")}
+		c.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, testenv.ProgramEnv("hutch")}
 		return exitAndOutput(t, c)
 	}
 }
 
 // A runner that dies before it answers (here: its Go runtime cannot make
-// a thread, under a pids cgroup around hutch with little room) used to
-// leave the session's init waiting for its answer until the command's
-// timeout plus 10 s: the init held the runner's end of their socket
-// itself. The session now fails at once. And the exec helper it falls
-// back to, which cannot make its threads either, used to leave its Go
-// runtime's 160-line crash on the command's stderr, the result reading as
-// killed (exit 137); its death is now a one-line error.
+// a thread, under a pids cgroup around hutch with little room) fails the
+// session at once: the session's init does not wait for its answer until
+// the command's timeout (it holds no end of the runner's socket itself).
+// And the death of the exec helper it falls back to, which cannot make its
+// threads either, is a one-line error (exit 125), not its Go runtime's
+// 160-line crash on the command's stderr with the result reading as
+// killed (exit 137).
 func TestSessionDoesNotWaitForADeadRunner(t *testing.T) {
 	run := asNobody(t)
 	root := "/sys/fs/cgroup/pids"

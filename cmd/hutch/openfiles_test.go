@@ -39,14 +39,13 @@ func TestRunOpenFilesLimit(t *testing.T) {
 	}
 }
 
-// Review 13 found that --open-files (or open_files in a policy) above the
-// hard limit hutch runs under passes validation (16 to 1048576) and then
-// fails as "not supported by this sandbox: building the sandbox: open files
-// limit: operation not permitted": no sandboxed process may raise a hard
-// limit (the capability is checked in the initial user namespace), and the
-// message names neither the hard limit nor the fix (ulimit -Hn, or a
-// lower value). The container tier says "the container allows at most N";
-// the isolated tier should say as much, as a configuration error.
+// --open-files (or open_files in a policy) above the hard limit hutch runs
+// under, though within the policy's range (16 to 1048576), fails on one
+// line naming that hard limit: no sandboxed process may raise a hard limit
+// (the capability is checked in the initial user namespace), so the
+// isolated tier says so, as the container tier says "the container allows
+// at most N", rather than "operation not permitted".
+// Origin: review 13.
 func TestRunOpenFilesAboveTheHardLimit(t *testing.T) {
 	if err := isolated.Supported(); err != nil {
 		testenv.Missing(t, "the isolated tier: %v", err)

@@ -97,10 +97,10 @@ func killTree(c *exec.Cmd) {
 	_ = c.Wait()
 }
 
-// A hutch killed with SIGKILL never removed its sandbox's memory and pids
-// groups: they stayed forever, one pair per run, since the default policy
-// has limits. Every sandbox now first removes the empty groups of hutch
-// processes that are gone, and only those: a running sandbox's stay.
+// A hutch killed with SIGKILL cannot remove its sandbox's memory and pids
+// groups (one pair per run, since the default policy has limits): every
+// sandbox first removes the empty groups of hutch processes that are
+// gone, and only those; a running sandbox's stay.
 func TestRunKilledLeavesNoCgroupBehind(t *testing.T) {
 	if os.Getuid() != 0 {
 		testenv.Missing(t, "cgroups need root")
@@ -112,8 +112,7 @@ func TestRunKilledLeavesNoCgroupBehind(t *testing.T) {
 	start := func(t *testing.T) (*exec.Cmd, []string) {
 		t.Helper()
 		before := sandboxGroups(dirs)
-		c := exec.Command(os.Args[0], "-test.run=^$")
-		c.Env = append(os.Environ(), "HUTCH_REVIEW5_ARGS="+strings.Join([]string{"run", "--pids", "32", "--memory", "128M", "--", "sleep", "100"}, "\x1f"))
+		c := hutchCommand("run", "--pids", "32", "--memory", "128M", "--", "sleep", "100")
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +152,7 @@ func TestRunKilledLeavesNoCgroupBehind(t *testing.T) {
 			}
 		}
 	}
-	if code, out := review5Run(t, t.TempDir(), "run", "--pids", "32", "--memory", "128M", "--", "true"); code != 0 {
+	if code, out := hutchChild(t, t.TempDir(), "run", "--pids", "32", "--memory", "128M", "--", "true"); code != 0 {
 		t.Fatalf("hutch run true: exit %d: %s", code, out)
 	}
 	for _, g := range leaked {
@@ -175,4 +174,48 @@ func sweepForTest(g string) {
 		_ = os.Remove(filepath.Join(g, sub))
 	}
 	_ = os.Remove(g)
+}
+
+// Deny wins on the container tier as on the isolated one: with --read
+// DIR/sub --deny DIR the command cannot read DIR/sub, and with --write
+// DIR/sub --deny DIR it cannot write there.
+// Origin: review 5.
+func TestRunContainerDenyHidesBindBelow(t *testing.T) {
+	image := os.Getenv("HUTCH_TEST_IMAGE")
+	if image == "" {
+		image = "hutch-test-busybox:latest"
+	}
+	if out, err := exec.Command("docker", "image", "inspect", image).CombinedOutput(); err != nil {
+		testenv.Missing(t, "no Docker engine with %s (run scripts/docker-up.sh): %v %s", image, err, out)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "sub", "f"), "s3cret\n")
+	// Control: the isolated tier hides it.
+	if code, out, errs := hutch(t, "", "run", "--read", dir+"/sub", "--deny", dir, "--", "cat", dir+"/sub/f"); strings.Contains(out, "s3cret") {
+		t.Fatalf("isolated: exit %d %q %q", code, out, errs)
+	}
+	code, out, errs := hutch(t, "", "run", "--tier", "container", "--image", image, "--read", dir+"/sub", "--deny", dir, "--", "cat", dir+"/sub/f")
+	if strings.Contains(out, "s3cret") {
+		t.Errorf("container: --deny %s did not hide %s/sub/f (exit %d, %q %q)", dir, dir, code, out, errs)
+	}
+	code, out, errs = hutch(t, "", "run", "--tier", "container", "--image", image, "--write", dir+"/sub", "--deny", dir, "--dir", "/tmp",
+		"--", "sh", "-c", "echo x > "+dir+"/sub/planted")
+	if _, err := os.Stat(filepath.Join(dir, "sub", "planted")); err == nil {
+		t.Errorf("container: wrote inside the denied %s (exit %d, %q %q)", dir, code, out, errs)
+	}
+}
+
+// --root is the local tier's: on the isolated (default) tier it is
+// refused, as other tiers' flags are on the wrong tier, not ignored while
+// the command runs without the directory the user named.
+// Origin: review 5.
+func TestRunRootRefusedOffLocalTier(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := hutch(t, "", "run", "--root", dir, "--", "pwd")
+	if code == 0 {
+		t.Errorf("--root %s on the isolated tier was ignored (ran in %q, stderr %q); want 125: --root applies to --tier local", dir, strings.TrimSpace(out), errs)
+	}
 }
