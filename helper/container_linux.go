@@ -424,7 +424,7 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 	go func() {
 		select {
 		case <-op.cancel:
-			_ = r.conn.Send(Request{Op: "cancel"})
+			_ = r.conn.Send(Request{ID: id, Op: "cancel"})
 		case <-answered:
 		}
 	}()
@@ -676,7 +676,13 @@ func reaperMain() int {
 		files []*os.File
 	}
 	reqs := make(chan execReq)
-	var cancelled atomic.Bool
+	// current is the id of the command running (0 between commands);
+	// killing holds killMu, and the next command starts only once it is
+	// free: a cancel that comes late (its command ended, the server sent
+	// it anyway) kills nothing, and one under way ends before the next
+	// command starts.
+	var current atomic.Uint64
+	var killMu sync.Mutex
 	go func() {
 		for {
 			var r Request
@@ -690,8 +696,11 @@ func reaperMain() int {
 			case "exec":
 				reqs <- execReq{r, files}
 			case "cancel":
-				cancelled.Store(true)
-				killTree(false)
+				killMu.Lock()
+				if r.ID != 0 && r.ID == current.Load() {
+					killTree(false)
+				}
+				killMu.Unlock()
 			default:
 				closeFiles(files)
 			}
@@ -704,11 +713,16 @@ func reaperMain() int {
 	var limits [runnerLimits]unix.Rlimit
 	first := true
 	for r := range reqs {
-		cancelled.Store(false)
 		if first {
 			limits, first = readLimits(), false
 		}
+		killMu.Lock()
+		current.Store(r.req.ID)
+		killMu.Unlock()
 		res := runReaped(r.req, r.files)
+		killMu.Lock()
+		current.Store(0)
+		killMu.Unlock()
 		// A CPU-time limit binds this reaper's own (small) use too:
 		// it retires at half of it, long before the limit could stop
 		// it, and the server starts a fresh one.
@@ -750,14 +764,26 @@ func runReaped(r Request, files []*os.File) Response {
 	}
 	closeFiles(files) // the command holds them now
 	var timedOut atomic.Bool
+	var stopTimer func()
 	if r.Timeout > 0 {
+		fired := make(chan struct{})
 		t := time.AfterFunc(time.Duration(r.Timeout)*time.Millisecond, func() {
+			defer close(fired)
 			timedOut.Store(true)
 			killTree(false)
 		})
-		defer t.Stop()
+		// A kill under way finishes before the tree is swept and the
+		// next command starts: t.Stop does not wait for it.
+		stopTimer = func() {
+			if !t.Stop() {
+				<-fired
+			}
+		}
 	}
 	st = waitFor(pid)
+	if stopTimer != nil {
+		stopTimer()
+	}
 	killTree(true) // what it left behind goes now
 	res.Status, res.TimedOut = &st, timedOut.Load()
 	return res
