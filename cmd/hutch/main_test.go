@@ -278,10 +278,11 @@ func TestRunNetworkAllow(t *testing.T) {
 	}
 }
 
-// hutch run --tier container on a real Docker engine (scripts/docker-up.sh
-// starts one and builds the busybox image): hardened by default, the
-// policy flags mapped onto binds, bad combinations refused.
-func TestRunContainer(t *testing.T) {
+// dockerImage is the test image (HUTCH_TEST_IMAGE, or the busybox image
+// scripts/docker-up.sh builds), on a Docker engine that has it: missing,
+// a failure under CI and a skip outside it.
+func dockerImage(t *testing.T) string {
+	t.Helper()
 	image := os.Getenv("HUTCH_TEST_IMAGE")
 	if image == "" {
 		image = "hutch-test-busybox:latest"
@@ -289,6 +290,14 @@ func TestRunContainer(t *testing.T) {
 	if out, err := exec.Command("docker", "image", "inspect", image).CombinedOutput(); err != nil {
 		testenv.Missing(t, "no Docker engine with %s (run scripts/docker-up.sh): %v %s", image, err, out)
 	}
+	return image
+}
+
+// hutch run --tier container on a real Docker engine (scripts/docker-up.sh
+// starts one and builds the busybox image): hardened by default, the
+// policy flags mapped onto binds, bad combinations refused.
+func TestRunContainer(t *testing.T) {
+	image := dockerImage(t)
 	dir := t.TempDir()
 	code, out, errs := hutch(t, "", "run", "--tier", "container", "--image", image, "--write", dir, "--json", "--",
 		"sh", "-c", "pwd; grep CapEff /proc/self/status; echo x > made.txt; touch /etc/x 2>/dev/null || echo ro")

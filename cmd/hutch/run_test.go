@@ -181,13 +181,7 @@ func sweepForTest(g string) {
 // DIR/sub --deny DIR it cannot write there.
 // Origin: review 5.
 func TestRunContainerDenyHidesBindBelow(t *testing.T) {
-	image := os.Getenv("HUTCH_TEST_IMAGE")
-	if image == "" {
-		image = "hutch-test-busybox:latest"
-	}
-	if out, err := exec.Command("docker", "image", "inspect", image).CombinedOutput(); err != nil {
-		testenv.Missing(t, "no Docker engine with %s (run scripts/docker-up.sh): %v %s", image, err, out)
-	}
+	image := dockerImage(t)
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
