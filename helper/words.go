@@ -119,11 +119,7 @@ func (r *Response) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
 		return err
 	}
-	if r.Quoted {
-		r.Quoted = false
-		return unquoteWords(responseWords(r.Info, r.Err)...)
-	}
-	return nil
+	return unquoteResponse(&r.Quoted, r.Info, r.Err)
 }
 
 // MarshalJSON encodes the container helper's response as Response's
@@ -142,11 +138,7 @@ func (r *StreamResponse) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
 		return err
 	}
-	if r.Quoted {
-		r.Quoted = false
-		return unquoteWords(responseWords(r.Info, r.Err)...)
-	}
-	return nil
+	return unquoteResponse(&r.Quoted, r.Info, r.Err)
 }
 
 // quoteResponse quotes a response's words (responseWords) when any of
@@ -165,6 +157,16 @@ func quoteResponse(info **sandbox.FileInfo, e **WireError) bool {
 		*e = &c
 	}
 	return quoteWords(responseWords(*info, *e)...)
+}
+
+// unquoteResponse undoes quoteResponse on a decoded response whose
+// *quoted says it was quoted, and clears *quoted.
+func unquoteResponse(quoted *bool, info *sandbox.FileInfo, e *WireError) error {
+	if !*quoted {
+		return nil
+	}
+	*quoted = false
+	return unquoteWords(responseWords(info, e)...)
 }
 
 // responseWords are the strings of a response's file information and
