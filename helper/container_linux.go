@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 )
@@ -474,9 +475,9 @@ func (s *streamServer) execJob(req StreamRequest) (*Job, error) {
 	case err != nil:
 		return nil, err
 	case fi.Kind != sandbox.KindDir:
-		return nil, sandbox.PathError("exec", dir, sandbox.ErrNotDir)
+		return nil, tierkit.PathError("exec", dir, sandbox.ErrNotDir)
 	}
-	env := sandbox.MergeEnv(s.base)
+	env := tierkit.MergeEnv(s.base)
 	for _, kv := range req.Env {
 		k, v, ok := strings.Cut(string(kv), "=")
 		if !ok {
@@ -488,7 +489,7 @@ func (s *streamServer) execJob(req StreamRequest) (*Job, error) {
 	for i, a := range req.Argv {
 		argv[i] = string(a)
 	}
-	return &Job{Argv: argv, Env: sandbox.EnvList(env), Dir: path.Join(s.files.Root(), fi.Path)}, nil
+	return &Job{Argv: argv, Env: tierkit.EnvList(env), Dir: path.Join(s.files.Root(), fi.Path)}, nil
 }
 
 // pump sends what the command writes on one stream, within the stream's

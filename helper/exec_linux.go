@@ -8,9 +8,8 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"golang.org/x/sys/unix"
-
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // execMain runs inside the finished sandbox as PID 1 of a PID namespace of
@@ -66,7 +65,7 @@ func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 // directory. When it is missing or cannot run, ok is false, a line naming
 // it is on stderr and st carries the shell's 127 or 126.
 func findProgram(job Job, stderr *os.File) (prog string, st Status, ok bool) {
-	prog, code, err := sandbox.LookPath(job.Argv[0], job.pathEnv(), job.Dir)
+	prog, code, err := tierkit.LookPath(job.Argv[0], job.pathEnv(), job.Dir)
 	if err != nil {
 		if code == 127 {
 			err = errors.New("command not found")

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/nofile"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -359,7 +360,7 @@ type oneShotExec struct {
 }
 
 func newOneShotExec(b *builder, job Job, status uint8) *oneShotExec {
-	x := newCommandExec(b.str, job, sandbox.Candidates(job.Argv[0], job.pathEnv(), job.Dir))
+	x := newCommandExec(b.str, job, tierkit.Candidates(job.Argv[0], job.pathEnv(), job.Dir))
 	x.status = status
 	return x
 }

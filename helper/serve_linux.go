@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 )
@@ -91,7 +92,7 @@ func (s *server) handle(req Request, passed []*os.File) {
 	res := Response{ID: req.ID}
 	var err error
 	if (req.Op == "read" || req.Op == "write" || req.Op == "stat") && s.denied(req.Path) {
-		res.Err = ToWire(sandbox.PathError(req.Op, req.Path, fmt.Errorf("denied by the policy: %w", fs.ErrPermission)))
+		res.Err = ToWire(tierkit.PathError(req.Op, req.Path, fmt.Errorf("denied by the policy: %w", fs.ErrPermission)))
 		_ = s.conn.Send(res)
 		return
 	}
@@ -170,7 +171,7 @@ func (s *server) write(ctx context.Context, req Request, passed []*os.File) erro
 	limit := int64(s.job.Policy.Limits.FileSize)
 	err := s.files.WriteFrom(ctx, req.Path, passed[0], limit)
 	if limit > 0 && limit < sandbox.MaxFileSize && errors.Is(err, sandbox.ErrTooLarge) {
-		return sandbox.PathError("write", req.Path, fmt.Errorf("more than the policy's file size limit of %d bytes: %w", limit, sandbox.ErrTooLarge))
+		return tierkit.PathError("write", req.Path, fmt.Errorf("more than the policy's file size limit of %d bytes: %w", limit, sandbox.ErrTooLarge))
 	}
 	return err
 }
@@ -215,7 +216,7 @@ func (s *server) exec(req Request, passed []*os.File, res *Response) error {
 	case err != nil:
 		return err
 	case fi.Kind != sandbox.KindDir:
-		return sandbox.PathError("exec", dir, sandbox.ErrNotDir)
+		return tierkit.PathError("exec", dir, sandbox.ErrNotDir)
 	}
 	job := s.job
 	job.Argv, job.Env, job.Dir = req.Job.Argv, req.Job.Env, path.Join(s.files.Root(), fi.Path)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -110,7 +111,7 @@ func TestJobDecodeStrict(t *testing.T) {
 // A path error from the other side is a *fs.PathError on this one, so
 // callers can rename its operation; its sentinel still matches.
 func TestWireErrorKeepsThePathError(t *testing.T) {
-	in := sandbox.PathError("stat", "out", sandbox.ErrEscape)
+	in := tierkit.PathError("stat", "out", sandbox.ErrEscape)
 	b, err := json.Marshal(ToWire(in))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/private"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -95,7 +96,7 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
 	}
 	defer f.Close()
-	if err := sandbox.CheckPrivate("token file", path, fi); err != nil {
+	if err := private.Check(sandbox.ErrConfig, "token file", path, fi); err != nil {
 		return "", err // another user's file, whatever its mode, may be a planted token
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenLen+2))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/mcpserver"
 	"github.com/hutchsandbox/hutch/permission"
@@ -289,7 +290,7 @@ func TestRelativeStoreIsMadeAbsolute(t *testing.T) {
 	}
 }
 
-func isConfig(err error) bool { return errors.Is(err, sandbox.ErrConfig) }
+func isConfig(err error) bool { return errors.Is(err, cfgerr.ErrAny) }
 
 // A client driving the multi-round-trip by hand cannot forge an answer, nor
 // reuse one for different arguments.
@@ -462,7 +463,7 @@ type countingSandbox struct {
 	n *atomic.Int64
 }
 
-func (c countingSandbox) Supports(cp sandbox.Capability) bool {
+func (c countingSandbox) Supports(cp sandbox.Feature) bool {
 	c.n.Add(1)
 	return c.Sandbox.Supports(cp)
 }

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/private"
 	"golang.org/x/sys/unix"
-
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // AuditEntry is one decision, written as one JSON line.
@@ -56,7 +55,7 @@ func OpenAudit(path string) (*AuditLog, error) {
 	// A log others may write can be rewritten after the fact.
 	fi, err := f.Stat()
 	if err == nil {
-		err = sandbox.CheckPrivate("audit log", path, fi)
+		err = private.Check(ErrConfig, "audit log", path, fi)
 	}
 	if err != nil {
 		f.Close()

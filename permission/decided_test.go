@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/permission"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 func readAudit(t *testing.T, path string) []permission.AuditEntry {
@@ -164,8 +163,8 @@ func TestDecisionsExpire(t *testing.T) {
 			}
 		})
 	}
-	if err := newStore(t).SetDecisionTTL(-time.Second); !errors.Is(err, sandbox.ErrConfig) {
-		t.Errorf("a negative TTL: %v, want ErrConfig", err)
+	if err := newStore(t).SetDecisionTTL(-time.Second); !errors.Is(err, permission.ErrConfig) {
+		t.Errorf("a negative TTL: %v, want permission.ErrConfig", err)
 	}
 }
 

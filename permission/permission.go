@@ -34,7 +34,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
 )
 
 // Capability is something a tool does.
@@ -61,7 +61,7 @@ func (c Capability) Known() bool { return slices.Contains(Capabilities, c) }
 func (c Capability) Privileged() bool { return c != Read && c != Glob }
 
 // ParseCapabilities reads a comma-separated list ("write,shell"). Unknown
-// names are an error matching sandbox.ErrConfig.
+// names are an error matching ErrConfig.
 func ParseCapabilities(s string) ([]Capability, error) {
 	var out []Capability
 	for f := range strings.SplitSeq(s, ",") {
@@ -71,7 +71,7 @@ func ParseCapabilities(s string) ([]Capability, error) {
 		}
 		c := Capability(f)
 		if !c.Known() {
-			return nil, fmt.Errorf("%w: unknown capability %q: choose from %s", sandbox.ErrConfig, f, joinCaps(Capabilities))
+			return nil, fmt.Errorf("%w: unknown capability %q: choose from %s", ErrConfig, f, joinCaps(Capabilities))
 		}
 		out = append(out, c)
 	}
@@ -101,14 +101,14 @@ const (
 var Modes = []Mode{ReadOnly, Auto, Ask, Approve}
 
 // ParseMode reads a mode name; "" is ReadOnly. Unknown names are an error
-// matching sandbox.ErrConfig.
+// matching ErrConfig.
 func ParseMode(s string) (Mode, error) {
 	if s == "" {
 		return ReadOnly, nil
 	}
 	m := Mode(strings.ToLower(strings.TrimSpace(s)))
 	if !slices.Contains(Modes, m) {
-		return "", fmt.Errorf("%w: unknown permission mode %q: choose read_only, auto, ask or approve", sandbox.ErrConfig, s)
+		return "", fmt.Errorf("%w: unknown permission mode %q: choose read_only, auto, ask or approve", ErrConfig, s)
 	}
 	return m, nil
 }
@@ -184,6 +184,11 @@ type Decision struct {
 	DecidedBy string
 }
 
+// ErrConfig matches every error about a wrong permission setting: an
+// unknown mode or capability, a bad rule, an approval store or audit log
+// that cannot be used as it is. The message names the setting and the fix.
+var ErrConfig = cfgerr.New("invalid permission configuration")
+
 // ErrApprovalRequired matches every *ApprovalRequiredError.
 var ErrApprovalRequired = errors.New("approval required")
 
@@ -233,7 +238,7 @@ type Gate struct {
 	allow map[Capability]bool
 }
 
-// New checks cfg and returns a gate. Errors match sandbox.ErrConfig.
+// New checks cfg and returns a gate. Errors match ErrConfig.
 func New(cfg Config) (*Gate, error) {
 	mode, err := ParseMode(string(cfg.Mode))
 	if err != nil {
@@ -241,12 +246,12 @@ func New(cfg Config) (*Gate, error) {
 	}
 	cfg.Mode = mode
 	if cfg.Mode == Approve && cfg.Store == nil {
-		return nil, fmt.Errorf("%w: approve mode needs an approval store (--store FILE)", sandbox.ErrConfig)
+		return nil, fmt.Errorf("%w: approve mode needs an approval store (--store FILE)", ErrConfig)
 	}
 	g := &Gate{cfg: cfg, allow: map[Capability]bool{}}
 	for _, c := range cfg.Allow {
 		if !c.Known() {
-			return nil, fmt.Errorf("%w: unknown capability %q in the allow list", sandbox.ErrConfig, c)
+			return nil, fmt.Errorf("%w: unknown capability %q in the allow list", ErrConfig, c)
 		}
 		g.allow[c] = true
 	}

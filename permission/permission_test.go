@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/permission"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 var bg = context.Background()
@@ -135,8 +134,8 @@ func TestConfigErrors(t *testing.T) {
 		"approve without store": {Mode: permission.Approve},
 		"unknown allow":         {Allow: []permission.Capability{"teleport"}},
 	} {
-		if _, err := permission.New(cfg); !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if _, err := permission.New(cfg); !errors.Is(err, permission.ErrConfig) {
+			t.Errorf("%s: %v, want permission.ErrConfig", name, err)
 		}
 	}
 	if _, err := permission.ParseMode("sometimes"); err == nil || !strings.Contains(err.Error(), "read_only, auto, ask or approve") {
@@ -149,7 +148,7 @@ func TestConfigErrors(t *testing.T) {
 	if err != nil || len(caps) != 2 || caps[0] != permission.Write || caps[1] != permission.Shell {
 		t.Errorf("ParseCapabilities = %v, %v", caps, err)
 	}
-	if _, err := permission.ParseCapabilities("write,teleport"); !errors.Is(err, sandbox.ErrConfig) {
+	if _, err := permission.ParseCapabilities("write,teleport"); !errors.Is(err, permission.ErrConfig) {
 		t.Errorf("unknown capability: %v", err)
 	}
 }
@@ -440,7 +439,7 @@ func TestOpenStoreNotAStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := permission.OpenStore(path)
-	if !errors.Is(err, sandbox.ErrConfig) || !errors.Is(err, permission.ErrStoreDamaged) || !strings.Contains(err.Error(), "give another --store") {
+	if !errors.Is(err, permission.ErrConfig) || !errors.Is(err, permission.ErrStoreDamaged) || !strings.Contains(err.Error(), "give another --store") {
 		t.Fatalf("OpenStore of a text file: %v", err)
 	}
 }
@@ -515,8 +514,8 @@ func TestParseCapabilitiesNeverWidens(t *testing.T) {
 		"ｗｒｉｔｅ",       // fullwidth
 		"fetch,search,teleport",
 	} {
-		if got, err := permission.ParseCapabilities(in); !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("ParseCapabilities(%q) = %v, %v; want ErrConfig", in, got, err)
+		if got, err := permission.ParseCapabilities(in); !errors.Is(err, permission.ErrConfig) {
+			t.Errorf("ParseCapabilities(%q) = %v, %v; want permission.ErrConfig", in, got, err)
 		}
 	}
 	for _, in := range []string{"AUTO", " auto ", "Read_Only"} {
@@ -525,8 +524,8 @@ func TestParseCapabilitiesNeverWidens(t *testing.T) {
 		}
 	}
 	for _, in := range []string{" ", "readonly", "read-only", "ａuto", "auto\x00", "yes"} {
-		if m, err := permission.ParseMode(in); !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("ParseMode(%q) = %q, %v; want ErrConfig", in, m, err)
+		if m, err := permission.ParseMode(in); !errors.Is(err, permission.ErrConfig) {
+			t.Errorf("ParseMode(%q) = %q, %v; want permission.ErrConfig", in, m, err)
 		}
 	}
 	// A capability in a request is matched exactly: a differently spelled
@@ -778,15 +777,15 @@ func TestBrokenStoreFailsClosed(t *testing.T) {
 				t.Errorf("denial does not say the store failed: %+v", d)
 			}
 			if c.name == "garbage" {
-				if _, err := permission.OpenStore(path); !errors.Is(err, sandbox.ErrConfig) || strings.Contains(err.Error(), "\n") {
-					t.Errorf("OpenStore on garbage: %v; want one-line ErrConfig", err)
+				if _, err := permission.OpenStore(path); !errors.Is(err, permission.ErrConfig) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("OpenStore on garbage: %v; want one-line permission.ErrConfig", err)
 				}
 			}
 		})
 	}
 }
 
-// OpenStore and OpenAudit refuse (ErrConfig, naming "chmod 600 FILE") an
+// OpenStore and OpenAudit refuse (permission.ErrConfig, naming "chmod 600 FILE") an
 // existing file writable or readable by others, or owned by another user:
 // a group-writable store would let any local user approve the agent's
 // requests, a readable one show every command asked for, a writable log be
@@ -830,9 +829,9 @@ func TestStoreAndAuditMustBePrivate(t *testing.T) {
 		closeIt()
 		fi, _ := os.Stat(shared)
 		if err == nil && fi.Mode().Perm()&0o077 != 0 {
-			t.Errorf("%s: a file others can read and write (mode %v) was used as is; want ErrConfig or mode 0600", c.name, fi.Mode().Perm())
-		} else if err != nil && !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%s: %v; want ErrConfig", c.name, err)
+			t.Errorf("%s: a file others can read and write (mode %v) was used as is; want permission.ErrConfig or mode 0600", c.name, fi.Mode().Perm())
+		} else if err != nil && !errors.Is(err, permission.ErrConfig) {
+			t.Errorf("%s: %v; want permission.ErrConfig", c.name, err)
 		}
 	}
 }
@@ -940,10 +939,10 @@ func TestBadInputNeverPanicsOrAllows(t *testing.T) {
 			t.Errorf("%s: allowed without approval: %+v %v", name, d, err)
 		}
 	}
-	if _, err := permission.New(permission.Config{Mode: permission.Approve}); !errors.Is(err, sandbox.ErrConfig) {
+	if _, err := permission.New(permission.Config{Mode: permission.Approve}); !errors.Is(err, permission.ErrConfig) {
 		t.Errorf("approve without a store: %v", err)
 	}
-	if _, err := permission.OpenExistingStore(filepath.Join(t.TempDir(), "missing.db")); !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "--store") {
+	if _, err := permission.OpenExistingStore(filepath.Join(t.TempDir(), "missing.db")); !errors.Is(err, permission.ErrConfig) || !strings.Contains(err.Error(), "--store") {
 		t.Errorf("missing store: %v", err)
 	}
 }

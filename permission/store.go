@@ -16,8 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // Status is where an approval request stands.
@@ -107,10 +105,10 @@ type Store struct {
 // SetDecisionTTL sets how long after it is made a decision covers its
 // call (DefaultDecisionTTL unless set); 0 means decisions never expire.
 // Set it before the store is shared: it is not safe to call concurrently
-// with Claim. Errors match sandbox.ErrConfig.
+// with Claim. Errors match ErrConfig.
 func (s *Store) SetDecisionTTL(d time.Duration) error {
 	if d < 0 {
-		return fmt.Errorf("%w: decision TTL %v is negative: give a duration, or 0 for decisions that never expire", sandbox.ErrConfig, d)
+		return fmt.Errorf("%w: decision TTL %v is negative: give a duration, or 0 for decisions that never expire", ErrConfig, d)
 	}
 	s.ttl = d
 	return nil
@@ -118,7 +116,7 @@ func (s *Store) SetDecisionTTL(d time.Duration) error {
 
 // OpenStore opens the store at path, creating it when no file is there,
 // and checks it is one (a hutch approval store, whole). Errors match
-// sandbox.ErrConfig, and also ErrStoreDamaged or ErrStoreLocked.
+// ErrConfig, and also ErrStoreDamaged or ErrStoreLocked.
 func OpenStore(path string) (*Store, error) {
 	return openStore(path, true)
 }
@@ -133,7 +131,7 @@ func OpenExistingStore(path string) (*Store, error) {
 
 func openStore(path string, create bool) (*Store, error) {
 	if path == "" {
-		return nil, fmt.Errorf("%w: approval store path is empty", sandbox.ErrConfig)
+		return nil, fmt.Errorf("%w: approval store path is empty", ErrConfig)
 	}
 	s := &Store{path: path, ttl: DefaultDecisionTTL, turn: storeTurn(path)}
 	if create {

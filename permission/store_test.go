@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // filledStore is a store at dir/a.db holding n requests, every third one
@@ -120,10 +119,10 @@ func TestDamagedStoreIsOneLineError(t *testing.T) {
 				case strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), path):
 					t.Errorf("%s: %q is not one line naming the file", op.name, err)
 				case how == "a directory" || how == "deleted":
-					if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), map[string]string{"deleted": "does not exist", "a directory": "is a directory"}[how]) {
+					if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), map[string]string{"deleted": "does not exist", "a directory": "is a directory"}[how]) {
 						t.Errorf("%s: %v", op.name, err)
 					}
-				case !errors.Is(err, ErrStoreDamaged) || !errors.Is(err, sandbox.ErrConfig):
+				case !errors.Is(err, ErrStoreDamaged) || !errors.Is(err, ErrConfig):
 					t.Errorf("%s: %v is not ErrStoreDamaged", op.name, err)
 				case !strings.Contains(err.Error(), "move") && !strings.Contains(err.Error(), "restore"):
 					t.Errorf("%s: %v names no fix", op.name, err)

@@ -19,18 +19,18 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/internal/private"
 )
 
 // ErrStoreDamaged: the approval store's file is not a whole hutch approval
 // store (truncated, emptied, overwritten, deleted, replaced by another
 // file). The error names the file, what is wrong and the fix; errors
-// matching it also match sandbox.ErrConfig.
+// matching it also match ErrConfig.
 var ErrStoreDamaged = errors.New("approval store is damaged")
 
 // ErrStoreLocked: another process held the approval store's lock for
 // longer than an operation waits (lockWait). The error names that process
-// when /proc/locks does; errors matching it also match sandbox.ErrConfig.
+// when /proc/locks does; errors matching it also match ErrConfig.
 var ErrStoreLocked = errors.New("approval store is locked")
 
 // lockWait bounds how long an operation waits for another process's
@@ -138,17 +138,17 @@ func (s *Store) checkFile() error {
 	fi, err := os.Stat(s.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%w: approval store %s does not exist (moved or deleted?): give the --store path the server uses, or restore it from a backup (the server makes a new store when none is there)", sandbox.ErrConfig, s.path)
+		return fmt.Errorf("%w: approval store %s does not exist (moved or deleted?): give the --store path the server uses, or restore it from a backup (the server makes a new store when none is there)", ErrConfig, s.path)
 	case err != nil:
-		return fmt.Errorf("%w: approval store %s: %v", sandbox.ErrConfig, s.path, errors.Unwrap(err))
+		return fmt.Errorf("%w: approval store %s: %v", ErrConfig, s.path, errors.Unwrap(err))
 	case fi.IsDir():
-		return fmt.Errorf("%w: approval store %s is a directory: give a file path", sandbox.ErrConfig, s.path)
+		return fmt.Errorf("%w: approval store %s is a directory: give a file path", ErrConfig, s.path)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: approval store %s is not a regular file (%s): give a file path", sandbox.ErrConfig, s.path, fi.Mode().Type())
+		return fmt.Errorf("%w: approval store %s is not a regular file (%s): give a file path", ErrConfig, s.path, fi.Mode().Type())
 	}
 	// Whoever may write the store may approve the agent's requests;
 	// whoever may read it sees every command and content asked for.
-	if err := sandbox.CheckPrivate("approval store", s.path, fi); err != nil {
+	if err := private.Check(ErrConfig, "approval store", s.path, fi); err != nil {
 		return err
 	}
 	if fi.Size() == 0 {
@@ -205,7 +205,7 @@ func (s *Store) damaged(what, fix string) error {
 }
 
 // storeError is an error of the store's file: it matches kind
-// (ErrStoreDamaged, ErrStoreLocked) and sandbox.ErrConfig, and reads as
+// (ErrStoreDamaged, ErrStoreLocked) and ErrConfig, and reads as
 // msg alone.
 type storeError struct {
 	kind error
@@ -214,14 +214,14 @@ type storeError struct {
 
 func (e *storeError) Error() string { return e.msg }
 
-func (e *storeError) Is(target error) bool { return target == e.kind || target == sandbox.ErrConfig }
+func (e *storeError) Is(target error) bool { return target == e.kind || target == ErrConfig }
 
 // explain turns an SQLite failure into a one-line error naming the file,
 // what is wrong and the fix; errors of this package's own (ErrNoApproval,
 // ErrDecided, ErrTooManyOpen) and the context's pass unchanged.
 func (s *Store) explain(err error) error {
 	if err == nil || errors.Is(err, ErrNoApproval) || errors.Is(err, ErrDecided) || errors.Is(err, ErrTooManyOpen) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sandbox.ErrConfig) {
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrConfig) {
 		return err
 	}
 	var found *sqliteDamage
@@ -236,7 +236,7 @@ func (s *Store) explain(err error) error {
 		return s.damaged(s.whatFile(), notStoreFix)
 	}
 	if errors.Is(err, errFormat) {
-		return fmt.Errorf("%w: approval store %s: %v", sandbox.ErrConfig, s.path, err)
+		return fmt.Errorf("%w: approval store %s: %v", ErrConfig, s.path, err)
 	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
@@ -254,11 +254,11 @@ func (s *Store) explain(err error) error {
 		}
 		return &storeError{kind: ErrStoreLocked, msg: fmt.Sprintf("approval store %s is locked: it is held by %s for longer than %v: wait for it to finish, or stop it", s.path, who, lockWait)}
 	case sqlite3.SQLITE_READONLY:
-		return fmt.Errorf("%w: approval store %s cannot be written (%v): deciding and asking need a writable file and directory", sandbox.ErrConfig, s.path, se)
+		return fmt.Errorf("%w: approval store %s cannot be written (%v): deciding and asking need a writable file and directory", ErrConfig, s.path, se)
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("approval store %s: the disk is full (%v): nothing was changed; free space and try again", s.path, se)
 	case sqlite3.SQLITE_CANTOPEN:
-		return fmt.Errorf("%w: approval store %s cannot be opened (%v): check the file and its directory exist and are yours", sandbox.ErrConfig, s.path, se)
+		return fmt.Errorf("%w: approval store %s cannot be opened (%v): check the file and its directory exist and are yours", ErrConfig, s.path, se)
 	}
 	return fmt.Errorf("approval store %s: %w", s.path, err)
 }
@@ -295,7 +295,7 @@ func (s *Store) create() error {
 	tmp := filepath.Join(filepath.Dir(s.path), ".hutch-store-"+hex.EncodeToString(r[:])+".tmp")
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("%w: approval store %s cannot be made: %v", sandbox.ErrConfig, s.path, errors.Unwrap(err))
+		return fmt.Errorf("%w: approval store %s cannot be made: %v", ErrConfig, s.path, errors.Unwrap(err))
 	}
 	f.Close()
 	defer os.Remove(tmp)
@@ -307,13 +307,13 @@ func (s *Store) create() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%w: approval store %s cannot be made: %v", sandbox.ErrConfig, s.path, err)
+		return fmt.Errorf("%w: approval store %s cannot be made: %v", ErrConfig, s.path, err)
 	}
 	if err := os.Link(tmp, s.path); err != nil && !errors.Is(err, os.ErrExist) {
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EOPNOTSUPP) {
-			return fmt.Errorf("%w: approval store %s cannot be made: its filesystem has no hard links, which making it whole needs: put it on another filesystem", sandbox.ErrConfig, s.path)
+			return fmt.Errorf("%w: approval store %s cannot be made: its filesystem has no hard links, which making it whole needs: put it on another filesystem", ErrConfig, s.path)
 		}
-		return fmt.Errorf("%w: approval store %s cannot be made: %v", sandbox.ErrConfig, s.path, errors.Unwrap(err))
+		return fmt.Errorf("%w: approval store %s cannot be made: %v", ErrConfig, s.path, errors.Unwrap(err))
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/netproxy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -94,6 +96,11 @@ type Policy struct {
 	// HOME and LANG only.
 	Env map[string]string
 }
+
+// ErrConfig matches every error about a policy that cannot be applied as
+// written: an unknown key, a relative or malformed path, a bad limit. The
+// message names the setting and the fix.
+var ErrConfig = cfgerr.New("invalid policy")
 
 // SystemPaths are what the default policy reads: the system's programs and
 // libraries. Paths missing on a host are skipped when enforcing.
@@ -170,7 +177,7 @@ func (p Policy) Extend(q Policy) Policy {
 		out.Nice = q.Nice
 	}
 	if q.Env != nil {
-		out.Env = sandbox.MergeEnv(p.Env, q.Env)
+		out.Env = tierkit.MergeEnv(p.Env, q.Env)
 	}
 	return out
 }
@@ -187,7 +194,7 @@ func union(a, b []string) []string {
 
 // Normalize cleans paths (made absolute against cwd), fills defaults
 // (network none, timeout 120 s, the start directory) and validates. Errors
-// match sandbox.ErrConfig and name the fix.
+// match ErrConfig and name the fix.
 func (p Policy) Normalize(cwd string) (Policy, error) {
 	var err error
 	for _, list := range []*[]string{&p.Read, &p.Write, &p.Deny} {
@@ -235,7 +242,7 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 	}
 	for k, v := range p.Env {
 		if err := sandbox.CheckEnvVar(k, v); err != nil {
-			return p, err
+			return p, cfgerr.Under(ErrConfig, err)
 		}
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
 			return p, configErr("environment variable %q=%q is not valid UTF-8", k, v)
@@ -268,7 +275,7 @@ const (
 )
 
 func configErr(format string, args ...any) error {
-	return fmt.Errorf("%w: policy: %s", sandbox.ErrConfig, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: policy: %s", ErrConfig, fmt.Sprintf(format, args...))
 }
 
 func cleanPaths(in []string, cwd string) ([]string, error) {

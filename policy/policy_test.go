@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/policy"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 func TestDefault(t *testing.T) {
@@ -115,8 +114,8 @@ func TestNormalizeErrors(t *testing.T) {
 		if name == "relative no cwd" {
 			cwd = ""
 		}
-		if _, err := p.Normalize(cwd); !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if _, err := p.Normalize(cwd); !errors.Is(err, policy.ErrConfig) {
+			t.Errorf("%s: %v, want policy.ErrConfig", name, err)
 		}
 	}
 	p, err := policy.Policy{Write: []string{"w/../w2", "./x"}}.Normalize("/home/me")
@@ -165,8 +164,8 @@ env:
 		if name == "self loop" {
 			file = "loop.yaml"
 		}
-		if _, err := policy.Load(write(file, body)); !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if _, err := policy.Load(write(file, body)); !errors.Is(err, policy.ErrConfig) {
+			t.Errorf("%s: %v, want policy.ErrConfig", name, err)
 		}
 	}
 }
@@ -200,8 +199,8 @@ func TestNetworkAllow(t *testing.T) {
 		"all with deny":   {Network: policy.NetworkAll, DenyHosts: []string{"pypi.org"}},
 		"allow no hosts":  {Network: policy.NetworkAllow},
 	} {
-		if _, err := q.Normalize("/"); !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if _, err := q.Normalize("/"); !errors.Is(err, policy.ErrConfig) {
+			t.Errorf("%s: %v, want policy.ErrConfig", name, err)
 		}
 	}
 	dir := t.TempDir()
@@ -222,8 +221,8 @@ func TestNetworkAllow(t *testing.T) {
 		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := policy.Load(file); !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%q: %v, want ErrConfig", body, err)
+		if _, err := policy.Load(file); !errors.Is(err, policy.ErrConfig) {
+			t.Errorf("%q: %v, want policy.ErrConfig", body, err)
 		}
 	}
 }
@@ -335,7 +334,7 @@ func TestUnlimitedLiftsALimit(t *testing.T) {
 		{"limits: {open_files: unlimited}\n", "not a whole number"},
 	} {
 		_, err := policy.Load(write("bad.yaml", c.body))
-		if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if !errors.Is(err, policy.ErrConfig) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: %v; want a one-line configuration error containing %q", c.body, err, c.want)
 		}
 	}
@@ -365,7 +364,7 @@ func TestNormalizeTakesUnlimitedOnly(t *testing.T) {
 		{policy.Limits{FileSize: u}, "file size limit -1 is negative: give a positive limit, or 0 for none"},
 		{policy.Limits{OpenFiles: u}, "open-files limit -1 is negative: give a positive limit, or 0 for none"},
 	} {
-		if _, err := (policy.Policy{Limits: c.l}).Normalize("/"); !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+		if _, err := (policy.Policy{Limits: c.l}).Normalize("/"); !errors.Is(err, policy.ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v; want a configuration error containing %q", c.l, err, c.want)
 		}
 	}
@@ -450,7 +449,7 @@ func hasControl(s string) bool {
 }
 
 // Load refuses a second YAML document rather than ignore it (and its
-// deny list), with an error matching ErrConfig.
+// deny list), with an error matching policy.ErrConfig.
 // Origin: review 5.
 func TestLoadRejectsTrailingDocuments(t *testing.T) {
 	p := policyFile(t, "read: [/data]\n---\ndeny: [/data/secret]\n")
@@ -458,8 +457,8 @@ func TestLoadRejectsTrailingDocuments(t *testing.T) {
 	if err == nil {
 		t.Fatalf("Load accepted two YAML documents and dropped the second one's deny list: Deny=%q", pol.Deny)
 	}
-	if !errors.Is(err, sandbox.ErrConfig) {
-		t.Errorf("error %v does not match ErrConfig", err)
+	if !errors.Is(err, policy.ErrConfig) {
+		t.Errorf("error %v does not match policy.ErrConfig", err)
 	}
 }
 
@@ -636,7 +635,7 @@ func TestLoadRefusesNonRegularFile(t *testing.T) {
 
 // Hostile policy files (duplicate keys, billion laughs, bad kinds,
 // unknown keys, huge or fractional numbers, NUL bytes, non-mapping
-// documents) get a clear error matching ErrConfig, and no blow-up.
+// documents) get a clear error matching policy.ErrConfig, and no blow-up.
 // Origin: review 5.
 func TestLoadHostileFilesAreConfigErrors(t *testing.T) {
 	laughs := []string{`a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]`}
@@ -666,8 +665,8 @@ func TestLoadHostileFilesAreConfigErrors(t *testing.T) {
 		if err == nil {
 			_, err = pol.Normalize(filepath.Dir(p))
 		}
-		if !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if !errors.Is(err, policy.ErrConfig) {
+			t.Errorf("%s: %v, want policy.ErrConfig", name, err)
 		}
 	}
 }
@@ -695,8 +694,8 @@ func FuzzLoad(f *testing.F) {
 		}
 		pol, err := policy.Load(p)
 		if err != nil {
-			if !errors.Is(err, sandbox.ErrConfig) {
-				t.Fatalf("error %v does not match ErrConfig", err)
+			if !errors.Is(err, policy.ErrConfig) {
+				t.Fatalf("error %v does not match policy.ErrConfig", err)
 			}
 			return
 		}
@@ -788,7 +787,7 @@ func TestDeniedStartDirSaysDenied(t *testing.T) {
 }
 
 // Hostile input to Load, Normalize, Extend and ParseSize gets a clear
-// error matching ErrConfig, or the right value: a BOM is no error, a
+// error matching policy.ErrConfig, or the right value: a BOM is no error, a
 // merge key cannot empty an explicit deny, widening keeps every deny.
 // Origin: review 9.
 func TestHostileInputGetsConfigErrorOrRightValue(t *testing.T) {
@@ -826,8 +825,8 @@ func TestHostileInputGetsConfigErrorOrRightValue(t *testing.T) {
 		if err == nil {
 			_, err = pol.Normalize("/")
 		}
-		if !errors.Is(err, sandbox.ErrConfig) {
-			t.Errorf("%s: %v, want ErrConfig", name, err)
+		if !errors.Is(err, policy.ErrConfig) {
+			t.Errorf("%s: %v, want policy.ErrConfig", name, err)
 		}
 	}
 	// A BOM is not an error; a merge key cannot empty an explicit deny.
@@ -861,7 +860,7 @@ func TestHostileInputGetsConfigErrorOrRightValue(t *testing.T) {
 }
 
 // FuzzNormalize: whatever the paths, Normalize does not panic; its
-// errors match ErrConfig and are one line; a normalized policy has clean
+// errors match policy.ErrConfig and are one line; a normalized policy has clean
 // absolute paths, never lets a denied path be read or written, and
 // normalizing again changes nothing.
 // Origin: review 9.
@@ -885,8 +884,8 @@ func FuzzNormalize(f *testing.F) {
 			// (Normalize quotes paths, so its errors hold no line
 			// break: TestLoadErrorsAreOneLine. The bound here is looser,
 			// as many as the input holds.)
-			if !errors.Is(err, sandbox.ErrConfig) || strings.Count(err.Error(), "\n") > strings.Count(read+write+deny+dir, "\n") {
-				t.Fatalf("Normalize(%+v): %q: want one line matching ErrConfig", in, err)
+			if !errors.Is(err, policy.ErrConfig) || strings.Count(err.Error(), "\n") > strings.Count(read+write+deny+dir, "\n") {
+				t.Fatalf("Normalize(%+v): %q: want one line matching policy.ErrConfig", in, err)
 			}
 			return
 		}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/policy"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // Counts are decimal: what YAML or Go's flag parsers would read in another
@@ -44,7 +43,7 @@ func TestLoadCountsAreDecimal(t *testing.T) {
 		{"limits: {processes: 1_000}\n", `"1_000" is not a decimal`},
 	} {
 		_, err := policy.Load(policyFile(t, c.body))
-		if !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, policy.ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v; want a configuration error containing %q", c.body, err, c.want)
 		}
 	}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"io/fs"
+
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
 )
 
 // Errors callers branch on with errors.Is. Operations wrap them in an
@@ -23,7 +25,7 @@ var (
 
 	// ErrConfig: the sandbox or the call is configured wrongly (missing
 	// root, both Args and Shell set, a bad environment variable...).
-	ErrConfig = errors.New("invalid sandbox configuration")
+	ErrConfig = cfgerr.New("invalid sandbox configuration")
 
 	// ErrInvalidPath: the path itself is malformed (empty, NUL byte, longer
 	// than MaxPathLen, a bad glob pattern).
@@ -48,12 +50,3 @@ func (notFound) Error() string { return "no such file or directory" }
 
 // Is lets errors.Is(err, fs.ErrNotExist) hold for ErrNotFound.
 func (notFound) Is(target error) bool { return target == fs.ErrNotExist }
-
-// pathErr builds the error every tier returns for a failed path operation.
-func pathErr(op, path string, err error) error {
-	return &fs.PathError{Op: op, Path: path, Err: err}
-}
-
-// PathError wraps err as an *fs.PathError naming op and path. Tiers use it so
-// messages look alike everywhere ("read ../x: path escapes the sandbox root").
-func PathError(op, path string, err error) error { return pathErr(op, path, err) }

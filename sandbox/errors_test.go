@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -28,7 +29,7 @@ func TestErrNotFound(t *testing.T) {
 	if !errors.Is(sandbox.ErrNotFound, sandbox.ErrNotFound) {
 		t.Error("ErrNotFound does not match itself")
 	}
-	wrapped := sandbox.PathError("read", "x/y", sandbox.ErrNotFound)
+	wrapped := tierkit.PathError("read", "x/y", sandbox.ErrNotFound)
 	if !errors.Is(wrapped, fs.ErrNotExist) || !errors.Is(wrapped, sandbox.ErrNotFound) {
 		t.Errorf("wrapped ErrNotFound %v does not match fs.ErrNotExist and ErrNotFound", wrapped)
 	}
@@ -74,7 +75,7 @@ func TestPathError(t *testing.T) {
 		{"read", "", sandbox.ErrClosed, "read : sandbox is closed"},
 	}
 	for _, tt := range tests {
-		err := sandbox.PathError(tt.op, tt.path, tt.err)
+		err := tierkit.PathError(tt.op, tt.path, tt.err)
 		if err.Error() != tt.want {
 			t.Errorf("PathError(%q, %q, %v) = %q, want %q", tt.op, tt.path, tt.err, err, tt.want)
 		}

@@ -2,10 +2,9 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 )
@@ -13,6 +12,26 @@ import (
 // DefaultTimeout is how long Exec lets a command run when Command.Timeout
 // is zero.
 const DefaultTimeout = 120 * time.Second
+
+// DefaultMaxOutput is how many bytes of each output stream Exec keeps when
+// the Command does not say.
+const DefaultMaxOutput = 1 << 20
+
+// LiveGrace is how long Exec waits, once a command's output has ended, for
+// its live writers (Command.Stdout, Command.Stderr) to take what is queued
+// for them; then it returns without them.
+const LiveGrace = 2 * time.Second
+
+// OutputGrace bounds how long Exec reads a command's output after the
+// command is gone: a process outside its reach (one that was handed the
+// pipe) could otherwise keep it open for ever. What comes later is lost.
+const OutputGrace = 5 * time.Second
+
+// DefaultPath is a command's PATH when nothing else sets one.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// ErrNotExecutable: the program exists but cannot be executed.
+var ErrNotExecutable = errors.New("permission denied (not executable)")
 
 // Command is what Exec runs. Exactly one of Args and Shell is set.
 type Command struct {
@@ -75,21 +94,6 @@ type Result struct {
 	StderrTruncated bool
 	StdoutSize      int64
 	StderrSize      int64
-}
-
-// Captured is a command's result as far as its output goes: what the two
-// buffers kept and counted, and the time since begin. The caller adds how
-// the command ended.
-func Captured(begin time.Time, stdout, stderr *TailBuffer) Result {
-	return Result{
-		Duration:        time.Since(begin),
-		Stdout:          stdout.Bytes(),
-		Stderr:          stderr.Bytes(),
-		StdoutTruncated: stdout.Truncated(),
-		StderrTruncated: stderr.Truncated(),
-		StdoutSize:      stdout.Total(),
-		StderrSize:      stderr.Total(),
-	}
 }
 
 // Status is the exit status a command-line front end should report: 124
@@ -202,22 +206,4 @@ func ParseEnv(kvs []string) (map[string]string, error) {
 		env[k] = v
 	}
 	return env, nil
-}
-
-// MergeEnv overlays the layers in order (later wins) into a new map.
-func MergeEnv(layers ...map[string]string) map[string]string {
-	m := map[string]string{}
-	for _, l := range layers {
-		maps.Copy(m, l)
-	}
-	return m
-}
-
-// EnvList returns env as a sorted "K=V" list, the form os/exec takes.
-func EnvList(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -123,7 +124,7 @@ func TestMergeEnv(t *testing.T) {
 	base := map[string]string{"PATH": "/bin", "HOME": "/h", "A": "base"}
 	tier := map[string]string{"A": "tier", "T": "1"}
 	call := map[string]string{"A": "call", "PATH": "/usr/bin"}
-	got := sandbox.MergeEnv(base, nil, tier, call)
+	got := tierkit.MergeEnv(base, nil, tier, call)
 	want := map[string]string{"PATH": "/usr/bin", "HOME": "/h", "A": "call", "T": "1"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("MergeEnv = %v, want %v", got, want)
@@ -135,11 +136,11 @@ func TestMergeEnv(t *testing.T) {
 		t.Fatalf("MergeEnv result aliases a layer: base %v, call %v", base, call)
 	}
 	// Order matters: earlier layers lose.
-	if got := sandbox.MergeEnv(call, base); got["A"] != "base" || got["PATH"] != "/bin" {
+	if got := tierkit.MergeEnv(call, base); got["A"] != "base" || got["PATH"] != "/bin" {
 		t.Fatalf("MergeEnv(call, base) = %v, want base to win", got)
 	}
 	for _, layers := range [][]map[string]string{nil, {nil}, {{}, nil}} {
-		if got := sandbox.MergeEnv(layers...); got == nil || len(got) != 0 {
+		if got := tierkit.MergeEnv(layers...); got == nil || len(got) != 0 {
 			t.Errorf("MergeEnv(%v) = %#v, want a non-nil empty map", layers, got)
 		}
 	}
@@ -156,14 +157,14 @@ func TestEnvList(t *testing.T) {
 		{map[string]string{"X": "y=z", "PATH": "/bin:/usr/bin"}, []string{"PATH=/bin:/usr/bin", "X=y=z"}},
 	}
 	for _, tt := range tests {
-		got := sandbox.EnvList(tt.env)
+		got := tierkit.EnvList(tt.env)
 		if got == nil || !slices.Equal(got, tt.want) {
 			t.Errorf("EnvList(%v) = %#v, want %#v", tt.env, got, tt.want)
 		}
 	}
 	// Round trip through ParseEnv.
 	env := map[string]string{"Z": "last", "A": "first=1", "M": ""}
-	back, err := sandbox.ParseEnv(sandbox.EnvList(env))
+	back, err := sandbox.ParseEnv(tierkit.EnvList(env))
 	if err != nil || !maps.Equal(back, env) {
 		t.Fatalf("ParseEnv(EnvList(%v)) = %v, %v", env, back, err)
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// DefaultProbeCommands are the commands Environment looks for when the
-// caller names none. Each one found costs one "--version" run.
+// DefaultProbeCommands are the commands Probe looks for when the caller
+// names none. Each one found costs one "--version" run.
 var DefaultProbeCommands = []string{"ruby", "python3", "node", "sh"}
 
 // ProbeTimeout bounds one environment probe.
@@ -48,16 +48,29 @@ done
 // versionRE is compiled on first use, not at program start.
 var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(\.\d+)+`) })
 
-// Prober memoizes environment probes per command list. Tiers embed one and
-// call Probe from their Environment method.
-type Prober struct {
+// Probe reports which of the commands exist in sb (DefaultProbeCommands
+// when none are given) and its locale, at the cost of one Exec of a POSIX
+// shell script. It never fails: when the probe could not run (no shell, a
+// bad command name, a timeout, a cancelled ctx) Environment.Error says why.
+// It does not remember the answer; a ProbeCache does.
+func Probe(ctx context.Context, sb Sandbox, commands ...string) Environment {
+	if len(commands) == 0 {
+		commands = DefaultProbeCommands
+	}
+	return probe(ctx, sb, commands)
+}
+
+// ProbeCache remembers the answers of Probe for one sandbox, per command
+// list, so a caller that asks often (for every system prompt, say) pays for
+// one probe. An answer stays until the cache is dropped, even if the
+// sandbox's programs change. A probe cut short by the caller's context is
+// not remembered. The zero value is ready; it is safe for concurrent use.
+type ProbeCache struct {
 	mu    sync.Mutex
 	cache map[string]Environment
 }
 
-// Probe answers Environment for sb, running the probe at most once per
-// distinct command list. It never fails.
-func (p *Prober) Probe(ctx context.Context, sb Sandbox, commands []string) Environment {
+func (p *ProbeCache) Probe(ctx context.Context, sb Sandbox, commands []string) Environment {
 	if len(commands) == 0 {
 		commands = DefaultProbeCommands
 	}
@@ -87,7 +100,7 @@ func (e Environment) clone() Environment {
 
 func probe(ctx context.Context, sb Sandbox, commands []string) Environment {
 	env := Environment{Commands: map[string]CommandInfo{}}
-	if !sb.Supports(CapShell) {
+	if !sb.Supports(FeatureShell) {
 		env.Error = "sandbox has no shell"
 		return env
 	}
@@ -112,13 +125,13 @@ func probe(ctx context.Context, sb Sandbox, commands []string) Environment {
 		env.Error = fmt.Sprintf("probe exited %d: %s", res.ExitCode, oneLine(string(res.Stderr)))
 		return env
 	}
-	ParseProbe(string(res.Stdout), &env)
+	parseProbe(string(res.Stdout), &env)
 	return env
 }
 
-// ParseProbe reads the probe script's output into env. Unknown lines are
+// parseProbe reads the probe script's output into env. Unknown lines are
 // ignored.
-func ParseProbe(out string, env *Environment) {
+func parseProbe(out string, env *Environment) {
 	if env.Commands == nil {
 		env.Commands = map[string]CommandInfo{}
 	}

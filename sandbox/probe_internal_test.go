@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,11 +58,99 @@ func TestProbeScriptRuns(t *testing.T) {
 		t.Fatalf("a command name was executed as shell code")
 	}
 	var env Environment
-	ParseProbe(string(out), &env)
+	parseProbe(string(out), &env)
 	if env.Locale != "C.UTF-8" {
 		t.Errorf("Locale = %q from output %q", env.Locale, out)
 	}
 	if len(env.Commands) != 1 || !strings.HasSuffix(env.Commands["sh"].Path, "/sh") {
 		t.Errorf("Commands = %v, want only sh, from output %q", env.Commands, out)
+	}
+}
+
+func TestParseProbe(t *testing.T) {
+	out := strings.Join([]string{
+		"locale=C.UTF-8",
+		"cmd=python3\t/usr/bin/python3\tPython 3.11.7",
+		"cmd=node\t/usr/local/bin/node\tv20.1.0",
+		"cmd=bash\t/bin/bash\tGNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu)",
+		"cmd=sh\t/bin/sh\t",                          // printed nothing
+		"cmd=dash\t/bin/dash",                        // no version field at all
+		"cmd=weird\t/opt/weird\tweird has no number", // no dotted number
+		"cmd=tabs\t/t\tname\tv1.2\tmore",             // version field keeps its tabs
+		"cmd=\t/nobody\t1.0",                         // empty name: ignored
+		"cmd=python2",                                // no path: ignored
+		"cmd=",                                       // ignored
+		"garbage line",
+		" locale=ignored", // not at line start
+		"Cmd=x\t/x\t1.0",  // case matters
+		"",
+	}, "\n")
+	var env Environment
+	parseProbe(out, &env)
+	want := map[string]CommandInfo{
+		"python3": {Path: "/usr/bin/python3", Version: "3.11.7"},
+		"node":    {Path: "/usr/local/bin/node", Version: "20.1.0"},
+		"bash":    {Path: "/bin/bash", Version: "5.2.15"},
+		"sh":      {Path: "/bin/sh", Version: ""},
+		"dash":    {Path: "/bin/dash", Version: ""},
+		"weird":   {Path: "/opt/weird", Version: ""},
+		"tabs":    {Path: "/t", Version: "1.2"},
+	}
+	if !maps.Equal(env.Commands, want) {
+		t.Errorf("Commands = %v\nwant       %v", env.Commands, want)
+	}
+	if env.Locale != "C.UTF-8" {
+		t.Errorf("Locale = %q, want C.UTF-8", env.Locale)
+	}
+	if env.Error != "" {
+		t.Errorf("Error = %q, want empty", env.Error)
+	}
+}
+
+func TestParseProbeVersion(t *testing.T) {
+	tests := []struct{ line, want string }{
+		{"Python 3.11.7", "3.11.7"},
+		{"v20.1.0", "20.1.0"},
+		{"GNU bash, version 5.2.15(1)-release", "5.2.15"},
+		{"ruby 3.2.2 (2023-03-30 revision e51014f9c0) [x86_64-linux]", "3.2.2"},
+		{"go version go1.22.0 linux/amd64", "1.22.0"},
+		{"BusyBox v1.36.1 (2023-11-07 18:53:09 UTC) multi-call binary.", "1.36.1"},
+		{"tool 10.0", "10.0"},
+		{"version 5", ""}, // not dotted
+		{"1.", ""},
+		{"no number here", ""},
+		{"", ""},
+		{"x 1.2.3.4.5 y 6.7", "1.2.3.4.5"},
+	}
+	for _, tt := range tests {
+		var env Environment
+		parseProbe("cmd=c\t/bin/c\t"+tt.line, &env)
+		if got := env.Commands["c"]; got.Version != tt.want || got.Path != "/bin/c" {
+			t.Errorf("version of %q = %+v, want %q", tt.line, got, tt.want)
+		}
+	}
+}
+
+func TestParseProbeMerges(t *testing.T) {
+	env := Environment{
+		Commands: map[string]CommandInfo{"old": {Path: "/old"}, "sh": {Path: "/stale"}},
+		Locale:   "before",
+	}
+	parseProbe("cmd=sh\t/bin/sh\t\nlocale=\n", &env)
+	if env.Commands["old"].Path != "/old" || env.Commands["sh"].Path != "/bin/sh" {
+		t.Errorf("Commands = %v", env.Commands)
+	}
+	if env.Locale != "" {
+		t.Errorf("Locale = %q, want the empty locale the probe printed", env.Locale)
+	}
+	// A later locale line wins; empty output leaves a usable map.
+	var e2 Environment
+	parseProbe("", &e2)
+	if e2.Commands == nil || len(e2.Commands) != 0 || e2.Locale != "" {
+		t.Errorf("parseProbe(\"\") = %+v", e2)
+	}
+	parseProbe("locale=a\nlocale=b", &e2)
+	if e2.Locale != "b" {
+		t.Errorf("Locale = %q, want b", e2.Locale)
 	}
 }

@@ -13,94 +13,6 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-func TestParseProbe(t *testing.T) {
-	out := strings.Join([]string{
-		"locale=C.UTF-8",
-		"cmd=python3\t/usr/bin/python3\tPython 3.11.7",
-		"cmd=node\t/usr/local/bin/node\tv20.1.0",
-		"cmd=bash\t/bin/bash\tGNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu)",
-		"cmd=sh\t/bin/sh\t",                          // printed nothing
-		"cmd=dash\t/bin/dash",                        // no version field at all
-		"cmd=weird\t/opt/weird\tweird has no number", // no dotted number
-		"cmd=tabs\t/t\tname\tv1.2\tmore",             // version field keeps its tabs
-		"cmd=\t/nobody\t1.0",                         // empty name: ignored
-		"cmd=python2",                                // no path: ignored
-		"cmd=",                                       // ignored
-		"garbage line",
-		" locale=ignored", // not at line start
-		"Cmd=x\t/x\t1.0",  // case matters
-		"",
-	}, "\n")
-	var env sandbox.Environment
-	sandbox.ParseProbe(out, &env)
-	want := map[string]sandbox.CommandInfo{
-		"python3": {Path: "/usr/bin/python3", Version: "3.11.7"},
-		"node":    {Path: "/usr/local/bin/node", Version: "20.1.0"},
-		"bash":    {Path: "/bin/bash", Version: "5.2.15"},
-		"sh":      {Path: "/bin/sh", Version: ""},
-		"dash":    {Path: "/bin/dash", Version: ""},
-		"weird":   {Path: "/opt/weird", Version: ""},
-		"tabs":    {Path: "/t", Version: "1.2"},
-	}
-	if !maps.Equal(env.Commands, want) {
-		t.Errorf("Commands = %v\nwant       %v", env.Commands, want)
-	}
-	if env.Locale != "C.UTF-8" {
-		t.Errorf("Locale = %q, want C.UTF-8", env.Locale)
-	}
-	if env.Error != "" {
-		t.Errorf("Error = %q, want empty", env.Error)
-	}
-}
-
-func TestParseProbeVersion(t *testing.T) {
-	tests := []struct{ line, want string }{
-		{"Python 3.11.7", "3.11.7"},
-		{"v20.1.0", "20.1.0"},
-		{"GNU bash, version 5.2.15(1)-release", "5.2.15"},
-		{"ruby 3.2.2 (2023-03-30 revision e51014f9c0) [x86_64-linux]", "3.2.2"},
-		{"go version go1.22.0 linux/amd64", "1.22.0"},
-		{"BusyBox v1.36.1 (2023-11-07 18:53:09 UTC) multi-call binary.", "1.36.1"},
-		{"tool 10.0", "10.0"},
-		{"version 5", ""}, // not dotted
-		{"1.", ""},
-		{"no number here", ""},
-		{"", ""},
-		{"x 1.2.3.4.5 y 6.7", "1.2.3.4.5"},
-	}
-	for _, tt := range tests {
-		var env sandbox.Environment
-		sandbox.ParseProbe("cmd=c\t/bin/c\t"+tt.line, &env)
-		if got := env.Commands["c"]; got.Version != tt.want || got.Path != "/bin/c" {
-			t.Errorf("version of %q = %+v, want %q", tt.line, got, tt.want)
-		}
-	}
-}
-
-func TestParseProbeMerges(t *testing.T) {
-	env := sandbox.Environment{
-		Commands: map[string]sandbox.CommandInfo{"old": {Path: "/old"}, "sh": {Path: "/stale"}},
-		Locale:   "before",
-	}
-	sandbox.ParseProbe("cmd=sh\t/bin/sh\t\nlocale=\n", &env)
-	if env.Commands["old"].Path != "/old" || env.Commands["sh"].Path != "/bin/sh" {
-		t.Errorf("Commands = %v", env.Commands)
-	}
-	if env.Locale != "" {
-		t.Errorf("Locale = %q, want the empty locale the probe printed", env.Locale)
-	}
-	// A later locale line wins; empty output leaves a usable map.
-	var e2 sandbox.Environment
-	sandbox.ParseProbe("", &e2)
-	if e2.Commands == nil || len(e2.Commands) != 0 || e2.Locale != "" {
-		t.Errorf("ParseProbe(\"\") = %+v", e2)
-	}
-	sandbox.ParseProbe("locale=a\nlocale=b", &e2)
-	if e2.Locale != "b" {
-		t.Errorf("Locale = %q, want b", e2.Locale)
-	}
-}
-
 // fakeSB is a Sandbox whose Exec returns canned results and counts calls.
 type fakeSB struct {
 	shell bool
@@ -122,12 +34,9 @@ func (f *fakeSB) Glob(context.Context, string) ([]string, error) {
 func (f *fakeSB) Stat(context.Context, string) (sandbox.FileInfo, error) {
 	return sandbox.FileInfo{}, sandbox.ErrUnsupported
 }
-func (f *fakeSB) Supports(c sandbox.Capability) bool { return c == sandbox.CapShell && f.shell }
-func (f *fakeSB) Instructions() string               { return "" }
-func (f *fakeSB) Close() error                       { return nil }
-func (f *fakeSB) Environment(ctx context.Context, commands ...string) sandbox.Environment {
-	return sandbox.Environment{Error: "not used"}
-}
+func (f *fakeSB) Supports(c sandbox.Feature) bool { return c == sandbox.FeatureShell && f.shell }
+func (f *fakeSB) Instructions() string            { return "" }
+func (f *fakeSB) Close() error                    { return nil }
 
 func (f *fakeSB) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
 	f.mu.Lock()
@@ -177,7 +86,7 @@ var bg = context.Background()
 
 func TestProberMemoizes(t *testing.T) {
 	sb := &fakeSB{shell: true, exec: answer}
-	var p sandbox.Prober
+	var p sandbox.ProbeCache
 	first := p.Probe(bg, sb, []string{"python3", "node"})
 	second := p.Probe(bg, sb, []string{"python3", "node"})
 	if sb.Calls() != 1 {
@@ -214,7 +123,7 @@ func TestProberMemoizes(t *testing.T) {
 
 func TestProberDefaultCommands(t *testing.T) {
 	sb := &fakeSB{shell: true, exec: answer}
-	var p sandbox.Prober
+	var p sandbox.ProbeCache
 	env := p.Probe(bg, sb, nil)
 	p.Probe(bg, sb, []string{})
 	p.Probe(bg, sb, slices.Clone(sandbox.DefaultProbeCommands))
@@ -290,7 +199,7 @@ func TestProberErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sb := &fakeSB{shell: tt.shell, exec: tt.exec}
-			var p sandbox.Prober
+			var p sandbox.ProbeCache
 			env := p.Probe(bg, sb, tt.commands)
 			for _, w := range tt.wantErr {
 				if !strings.Contains(env.Error, w) {
@@ -325,7 +234,7 @@ func TestProberCancelledNotCached(t *testing.T) {
 		}
 		return answer(ctx, cmd)
 	}}
-	var p sandbox.Prober
+	var p sandbox.ProbeCache
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
 	env := p.Probe(ctx, sb, []string{"sh"})
@@ -354,7 +263,7 @@ func TestProberCancelledDuringProbe(t *testing.T) {
 		cancel()
 		return answer(ctx, cmd)
 	}}
-	var p sandbox.Prober
+	var p sandbox.ProbeCache
 	p.Probe(ctx, sb, []string{"sh"})
 	p.Probe(ctx, sb, []string{"sh"})
 	if sb.Calls() != 2 {
@@ -369,7 +278,7 @@ func TestProberCancelledDuringProbe(t *testing.T) {
 
 func TestProberConcurrent(t *testing.T) {
 	sb := &fakeSB{shell: true, exec: answer}
-	var p sandbox.Prober
+	var p sandbox.ProbeCache
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {
@@ -391,7 +300,7 @@ func TestProberConcurrent(t *testing.T) {
 // Lists that a naive join would confuse are distinct cache entries.
 func TestProberKeysDoNotCollide(t *testing.T) {
 	sb := &fakeSB{shell: true, exec: answer}
-	var p sandbox.Prober
+	var p sandbox.ProbeCache
 	bad := p.Probe(bg, sb, []string{"a\x00b"})
 	if bad.Error == "" {
 		t.Fatalf("a NUL in a name must be reported: %+v", bad)
@@ -405,7 +314,7 @@ func TestProberKeysDoNotCollide(t *testing.T) {
 // Changing a returned answer does not change what later callers get.
 func TestProberAnswersAreCopies(t *testing.T) {
 	sb := &fakeSB{shell: true, exec: answer}
-	var p sandbox.Prober
+	var p sandbox.ProbeCache
 	first := p.Probe(bg, sb, []string{"node"})
 	first.Commands["node"] = sandbox.CommandInfo{Path: "/evil"}
 	first.Commands["extra"] = sandbox.CommandInfo{}

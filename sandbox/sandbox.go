@@ -24,17 +24,17 @@ import (
 	"time"
 )
 
-// Capability names something a sandbox can do.
-type Capability string
+// Feature names something a sandbox can do.
+type Feature string
 
 // The capabilities a sandbox may support.
 const (
-	CapRead  Capability = "read"
-	CapWrite Capability = "write"
-	CapGlob  Capability = "glob"
-	CapStat  Capability = "stat"
-	// CapShell is the ability to execute commands (Exec).
-	CapShell Capability = "shell"
+	FeatureRead  Feature = "read"
+	FeatureWrite Feature = "write"
+	FeatureGlob  Feature = "glob"
+	FeatureStat  Feature = "stat"
+	// FeatureShell is the ability to execute commands (Exec).
+	FeatureShell Feature = "shell"
 )
 
 // Kind is the type of a filesystem entry, after following symbolic links.
@@ -104,17 +104,11 @@ type Sandbox interface {
 
 	// Supports reports whether the tier can do c. An unknown capability is
 	// not supported.
-	Supports(c Capability) bool
+	Supports(c Feature) bool
 
 	// Instructions is a short plain-text description of where tools act,
 	// meant for a model's system prompt. Empty when there is nothing to say.
 	Instructions() string
-
-	// Environment reports which of the commands exist (DefaultProbeCommands
-	// when none are given) and the locale. It never fails: when the probe
-	// could not run, Environment.Error says why. Results are memoized per
-	// command list for the sandbox's lifetime.
-	Environment(ctx context.Context, commands ...string) Environment
 
 	// Close releases everything the sandbox holds. It is idempotent.
 	Close() error

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/container"
@@ -66,7 +67,7 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 			pol = *cfg.Policy
 		}
 		if cfg.Env != nil {
-			pol.Env = sandbox.MergeEnv(map[string]string{"PATH": sandbox.DefaultPath}, pol.Env, cfg.Env)
+			pol.Env = tierkit.MergeEnv(map[string]string{"PATH": sandbox.DefaultPath}, pol.Env, cfg.Env)
 		}
 		return opened(isolated.New(ctx, pol))
 	case Container:
@@ -163,7 +164,7 @@ func openContainer(cfg Config) (sandbox.Sandbox, error) {
 		}
 	}
 	if cfg.Env != nil {
-		o.Env = sandbox.MergeEnv(o.Env, cfg.Env)
+		o.Env = tierkit.MergeEnv(o.Env, cfg.Env)
 	}
 	sb, err := container.New(o)
 	if err != nil {

@@ -90,7 +90,7 @@ func TestOpenEveryTier(t *testing.T) {
 			if b, err := sb.Read(bg, "f.txt"); err != nil || string(b) != "hello" {
 				t.Fatalf("read back: %q %v", b, err)
 			}
-			if !sb.Supports(sandbox.CapShell) {
+			if !sb.Supports(sandbox.FeatureShell) {
 				return
 			}
 			r, err := sb.Exec(bg, sandbox.Command{Shell: `echo "$HUTCH_TIER_TEST $(command -v sh)"`})

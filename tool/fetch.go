@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/netproxy"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // Defaults for the zero fields of a FetchPolicy.
@@ -34,6 +34,11 @@ const (
 // maxFetchURLLen bounds the URLs Fetch accepts (browsers and servers rarely
 // go beyond 8 KiB either).
 const maxFetchURLLen = 8192
+
+// ErrConfig matches every error about a tool setting that cannot be used:
+// a bad fetch rule, a missing search key, a limit out of range. The message
+// names the setting and the fix.
+var ErrConfig = cfgerr.New("invalid tool configuration")
 
 // ErrFetchRefused is wrapped by every refusal of the fetch policy: a host not
 // in the allow-list, a forbidden address, scheme or redirect. The message
@@ -106,17 +111,17 @@ type Fetcher struct {
 // A malformed allow-list entry (see netproxy.ParseEntry: empty, with a
 // scheme, path or bad port, a wildcard other than a leading "*." or over a
 // public suffix, a non-ASCII name) or a negative limit is an error
-// matching sandbox.ErrConfig and netproxy.ErrBadEntry.
+// matching ErrConfig and netproxy.ErrBadEntry.
 func NewFetcher(p FetchPolicy) (*Fetcher, error) {
 	switch {
 	case p.ConnectTimeout < 0:
-		return nil, fmt.Errorf("%w: negative fetch connect timeout %v", sandbox.ErrConfig, p.ConnectTimeout)
+		return nil, fmt.Errorf("%w: negative fetch connect timeout %v", ErrConfig, p.ConnectTimeout)
 	case p.ReadTimeout < 0:
-		return nil, fmt.Errorf("%w: negative fetch read timeout %v", sandbox.ErrConfig, p.ReadTimeout)
+		return nil, fmt.Errorf("%w: negative fetch read timeout %v", ErrConfig, p.ReadTimeout)
 	case p.MaxBody < 0:
-		return nil, fmt.Errorf("%w: negative fetch body limit %d", sandbox.ErrConfig, p.MaxBody)
+		return nil, fmt.Errorf("%w: negative fetch body limit %d", ErrConfig, p.MaxBody)
 	case p.MaxRedirects < 0:
-		return nil, fmt.Errorf("%w: negative fetch redirect limit %d", sandbox.ErrConfig, p.MaxRedirects)
+		return nil, fmt.Errorf("%w: negative fetch redirect limit %d", ErrConfig, p.MaxRedirects)
 	}
 	if p.ConnectTimeout == 0 {
 		p.ConnectTimeout = DefaultFetchConnectTimeout
@@ -133,7 +138,7 @@ func NewFetcher(p FetchPolicy) (*Fetcher, error) {
 
 	list, err := netproxy.NewList(p.Allow, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: fetch %w", sandbox.ErrConfig, err)
+		return nil, fmt.Errorf("%w: fetch %w", ErrConfig, err)
 	}
 	p.Allow = append([]string(nil), p.Allow...)
 	f := &Fetcher{policy: p, list: list}

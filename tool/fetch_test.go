@@ -24,7 +24,6 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/netproxy"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // fetchFakeResolver answers lookups from a table and records them. A host
@@ -257,8 +256,8 @@ func TestNewFetcherBadPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewFetcher(tt.p)
-			if !errors.Is(err, sandbox.ErrConfig) {
-				t.Fatalf("NewFetcher(%+v) error = %v, want one matching sandbox.ErrConfig", tt.p, err)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("NewFetcher(%+v) error = %v, want one matching ErrConfig", tt.p, err)
 			}
 			if len(tt.p.Allow) > 0 && !errors.Is(err, netproxy.ErrBadEntry) {
 				t.Errorf("error %v does not match netproxy.ErrBadEntry", err)

@@ -237,8 +237,8 @@ func TestWriteGuard(t *testing.T) {
 // are on the real host, where editors, builds and other agents change them.
 type noShell struct{ *local.Sandbox }
 
-func (n noShell) Supports(c sandbox.Capability) bool {
-	return c != sandbox.CapShell && n.Sandbox.Supports(c)
+func (n noShell) Supports(c sandbox.Feature) bool {
+	return c != sandbox.FeatureShell && n.Sandbox.Supports(c)
 }
 
 // The read-before-write guard is on for every real filesystem (GuardAuto),

@@ -97,10 +97,10 @@ type Toolset struct {
 	scope   string // which sandbox approvals bind to
 }
 
-// New returns the toolset for a session. Errors match sandbox.ErrConfig.
+// New returns the toolset for a session. Errors match ErrConfig.
 func New(opts Options) (*Toolset, error) {
 	if opts.Sandbox == nil || opts.Gate == nil {
-		return nil, fmt.Errorf("%w: a toolset needs a sandbox and a permission gate", sandbox.ErrConfig)
+		return nil, fmt.Errorf("%w: a toolset needs a sandbox and a permission gate", ErrConfig)
 	}
 	_, volatile := opts.Sandbox.(sandbox.InMemory)
 	guard := opts.WriteGuard == GuardOn || (opts.WriteGuard == GuardAuto && !volatile)
@@ -143,7 +143,7 @@ func (ts *Toolset) offer() []Tool {
 				continue
 			}
 		case "shell":
-			if !ts.opts.Sandbox.Supports(sandbox.CapShell) || g.NeverAllows(permission.Shell) {
+			if !ts.opts.Sandbox.Supports(sandbox.FeatureShell) || g.NeverAllows(permission.Shell) {
 				continue
 			}
 		case "fetch":

@@ -139,7 +139,7 @@ func TestOffering(t *testing.T) {
 	// A tool that is not offered cannot be called.
 	ts := toolset(t, lsb, permission.Config{})
 	wantErrText(t, call(t, ts, "shell", map[string]any{"command": "id"}), `unknown tool "shell"`)
-	if _, err := tool.New(tool.Options{Sandbox: lsb}); !errors.Is(err, sandbox.ErrConfig) {
+	if _, err := tool.New(tool.Options{Sandbox: lsb}); !errors.Is(err, tool.ErrConfig) {
 		t.Errorf("toolset without gate: %v", err)
 	}
 }

@@ -38,7 +38,7 @@ func newCheckCmd() *cobra.Command {
 				report.Environment.Error = err.Error()
 			} else {
 				defer sb.Close()
-				report.Environment = sb.Environment(c.Context())
+				report.Environment = sandbox.Probe(c.Context(), sb)
 			}
 			out := c.OutOrStdout()
 			if asJSON {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // --pids unlimited and --memory unlimited reach the policy as
@@ -315,7 +314,7 @@ func FuzzPolicyFlags(f *testing.F) {
 		pol, err := p.build(fl, "", 0)
 		if err == nil {
 			pol, err = pol.Normalize("/cwd")
-			if err != nil && !errors.Is(err, sandbox.ErrConfig) {
+			if err != nil && !errors.Is(err, policy.ErrConfig) {
 				t.Fatalf("Normalize: %v does not match ErrConfig", err)
 			}
 		}

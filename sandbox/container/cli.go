@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -249,7 +250,7 @@ func (b cliBackend) script(ctx context.Context, op, rel string, stdin io.Reader,
 	var out bytes.Buffer
 	lw := &limitedWriter{w: &out, n: int64(limit) + 1}
 	c.Stdout = lw
-	errb := &sandbox.TailBuffer{Max: 4096}
+	errb := &tierkit.TailBuffer{Max: 4096}
 	c.Stderr = errb
 	c.WaitDelay = 5 * time.Second
 	err := c.Run()
@@ -257,7 +258,7 @@ func (b cliBackend) script(ctx context.Context, op, rel string, stdin io.Reader,
 		return nil, ctx.Err()
 	}
 	if out.Len() > limit {
-		return nil, sandbox.PathError(op, rel, sandbox.ErrTooLarge)
+		return nil, tierkit.PathError(op, rel, sandbox.ErrTooLarge)
 	}
 	if err == nil {
 		return out.Bytes(), nil
@@ -274,10 +275,10 @@ func scriptErr(op, rel string, ps *os.ProcessState, stderr []byte, err error) er
 		code = ps.ExitCode()
 	}
 	if e, ok := cliCodes[code]; ok {
-		return sandbox.PathError(op, rel, e)
+		return tierkit.PathError(op, rel, e)
 	}
 	if code == 8 || code == 9 {
-		return sandbox.PathError(op, rel, errors.New(msg))
+		return tierkit.PathError(op, rel, errors.New(msg))
 	}
 	if msg == "" {
 		msg = err.Error()
@@ -306,7 +307,7 @@ func (b cliBackend) readStat(ctx context.Context, rel string, max int64) ([]byte
 		return nil, sandbox.FileInfo{}, err
 	}
 	if int64(len(data)) > sandbox.MaxFileSize {
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", rel, sandbox.ErrTooLarge)
+		return nil, sandbox.FileInfo{}, tierkit.PathError("read", rel, sandbox.ErrTooLarge)
 	}
 	return data, fi, nil
 }
@@ -412,7 +413,7 @@ func (b cliBackend) glob(ctx context.Context, pattern string, dirsOnly bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.GlobFS(ctx, fsys, pattern, dirsOnly)
+	return tierkit.GlobFS(ctx, fsys, pattern, dirsOnly)
 }
 
 // globBase splits a clean pattern into its fixed leading directories (no
@@ -678,10 +679,10 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	}
 	args := shArgv(cliExec, append(append([]string{s.o.WorkDir, cmd.Dir, strconv.Itoa(len(names))}, names...), argv...)...)
 	c := exec.Command(s.prog, s.o.ExecArgs(s.containerID(), cmd.Stdin != nil, file, args...)...)
-	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	stdout := &tierkit.TailBuffer{Max: cmd.MaxOutput}
+	stderr := &tierkit.TailBuffer{Max: cmd.MaxOutput}
 	var hdr *headerWriter
-	pipes, err := sandbox.NewPipes(cmd, stdout, stderr, func(w io.Writer) io.Writer {
+	pipes, err := tierkit.NewPipes(cmd, stdout, stderr, func(w io.Writer) io.Writer {
 		hdr = &headerWriter{rest: w, seen: make(chan struct{})}
 		return hdr
 	})
@@ -719,7 +720,7 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	if !hdr.started() {
 		return sandbox.Result{}, scriptErr("exec", cmd.Dir, c.ProcessState, hdr.early(), werr)
 	}
-	res := sandbox.Captured(begin, stdout, stderr)
+	res := tierkit.Captured(begin, stdout, stderr)
 	res.ExitCode = c.ProcessState.ExitCode()
 	if timedOut {
 		res.TimedOut, res.ExitCode, res.Signal = true, 137, "SIGKILL"

@@ -70,6 +70,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -121,7 +122,6 @@ type Sandbox struct {
 	helper string // the helper binary to mount ("" none)
 	arch   string // the helper's architecture (GOARCH), when known
 	noHelp string // why there is no helper, when there is none
-	prober sandbox.Prober
 
 	mu       sync.Mutex
 	closed   bool
@@ -494,7 +494,7 @@ func (s *Sandbox) runWatched(ctx context.Context, asInit bool) (string, error) {
 	}
 	defer outR.Close()
 	c := exec.Command(s.prog, s.o.WatchedRunArgs(s.o.Name, s.helper, asInit, cidfile, Owner())...)
-	errb := &sandbox.TailBuffer{Max: 4096}
+	errb := &tierkit.TailBuffer{Max: 4096}
 	c.Stdin, c.Stdout, c.Stderr = inR, outW, errb
 	// Its own process group: a terminal's Ctrl-C is this process's to act
 	// on, not the runtime program's.
@@ -615,7 +615,7 @@ func (s *Sandbox) run(ctx context.Context, stdin io.Reader, args ...string) (str
 	c := exec.CommandContext(ctx, s.prog, args...)
 	c.Stdin = stdin
 	var out bytes.Buffer
-	errb := &sandbox.TailBuffer{Max: 4096}
+	errb := &tierkit.TailBuffer{Max: 4096}
 	c.Stdout = &limitedWriter{w: &out, n: 16 << 20}
 	c.Stderr = errb
 	c.WaitDelay = 5 * time.Second
@@ -686,7 +686,7 @@ func (s *Sandbox) clean(op, p string) (string, error) {
 	}
 	rel, err := sandbox.Clean(s.o.WorkDir, p)
 	if err != nil {
-		return "", sandbox.PathError(op, p, err)
+		return "", tierkit.PathError(op, p, err)
 	}
 	return rel, nil
 }
@@ -766,11 +766,11 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 		return err
 	}
 	if len(data) > sandbox.MaxFileSize {
-		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+		return tierkit.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
 	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) {
 		if rel == "." {
-			return struct{}{}, sandbox.PathError("write", p, sandbox.ErrIsDir)
+			return struct{}{}, tierkit.PathError("write", p, sandbox.ErrIsDir)
 		}
 		return struct{}{}, b.write(ctx, rel, data)
 	})
@@ -798,7 +798,7 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	}
 	pat, dirsOnly, err := sandbox.CleanPattern(s.o.WorkDir, pattern)
 	if err != nil {
-		return nil, sandbox.PathError("glob", pattern, err)
+		return nil, tierkit.PathError("glob", pattern, err)
 	}
 	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]string, error) { return b.glob(ctx, pat, dirsOnly) })
 }
@@ -823,7 +823,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	cmd.Env = sandbox.MergeEnv(s.o.Env, cmd.Env)
+	cmd.Env = tierkit.MergeEnv(s.o.Env, cmd.Env)
 	res, err := b.exec(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -841,9 +841,9 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 }
 
 // Supports reports every capability: files and a shell.
-func (s *Sandbox) Supports(c sandbox.Capability) bool {
+func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
-	case sandbox.CapRead, sandbox.CapWrite, sandbox.CapGlob, sandbox.CapStat, sandbox.CapShell:
+	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat, sandbox.FeatureShell:
 		return true
 	}
 	return false
@@ -884,11 +884,6 @@ func (s *Sandbox) Instructions() string {
 		fmt.Fprintf(&b, " Memory limit %d MiB.", o.Memory>>20)
 	}
 	return b.String()
-}
-
-// Environment probes the container (memoized per command list).
-func (s *Sandbox) Environment(ctx context.Context, commands ...string) sandbox.Environment {
-	return s.prober.Probe(ctx, s, commands)
 }
 
 // Close ends the session and removes the container (unless Reconnect, which

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -30,7 +31,7 @@ func TestParseListing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := sandbox.GlobFS(context.Background(), fsys, pat, dirs)
+		got, err := tierkit.GlobFS(context.Background(), fsys, pat, dirs)
 		if err != nil || strings.Join(got, " ") != want {
 			t.Errorf("Glob(%q) = %q, %v; want %q", pattern, got, err, want)
 		}
@@ -61,7 +62,7 @@ func FuzzParseListing(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, err := sandbox.GlobFS(context.Background(), fsys, pat, dirs)
+		got, err := tierkit.GlobFS(context.Background(), fsys, pat, dirs)
 		if err != nil {
 			return
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -35,12 +37,13 @@ import (
 // What a container cannot enforce is returned in plain words, never
 // dropped silently: the nice level, and the gaps of the runtime
 // (HardeningGaps). The policy's timeout is per command: callers pass it
-// as sandbox.Command.Timeout. Errors match sandbox.ErrConfig.
+// as sandbox.Command.Timeout. Errors match sandbox.ErrConfig (and
+// policy.ErrConfig for a policy that does not normalize).
 func FromPolicy(p policy.Policy, base Options) (Options, []string, error) {
 	cwd, _ := os.Getwd()
 	p, err := p.Normalize(cwd)
 	if err != nil {
-		return base, nil, err
+		return base, nil, cfgerr.Under(sandbox.ErrConfig, err)
 	}
 	o := base
 	o.Binds = slices.Clone(base.Binds)
@@ -114,7 +117,7 @@ func FromPolicy(p policy.Policy, base Options) (Options, []string, error) {
 		o.OpenFiles = l.OpenFiles
 	}
 	if p.Env != nil {
-		o.Env = sandbox.MergeEnv(base.Env, p.Env)
+		o.Env = tierkit.MergeEnv(base.Env, p.Env)
 	}
 	if p.Nice > 0 {
 		notes = append(notes, fmt.Sprintf("nice %d: a container has no per-command priority; not applied", p.Nice))

@@ -2,13 +2,14 @@ package container
 
 import (
 	"errors"
-	"github.com/hutchsandbox/hutch/sandbox"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/sandbox"
 
 	"github.com/hutchsandbox/hutch/policy"
 )

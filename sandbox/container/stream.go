@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -30,7 +31,7 @@ const helloTimeout = 30 * time.Second
 type streamConn struct {
 	cmd    *exec.Cmd
 	fw     *helper.FrameWriter
-	stderr *sandbox.TailBuffer // the helper's own messages, for errors
+	stderr *tierkit.TailBuffer // the helper's own messages, for errors
 	errMu  sync.Mutex
 
 	mu     sync.Mutex
@@ -61,7 +62,7 @@ func dial(ctx context.Context, prog string, args []string, root string) (*stream
 	if err != nil {
 		return nil, err
 	}
-	sc := &streamConn{cmd: c, fw: helper.NewFrameWriter(in), stderr: &sandbox.TailBuffer{Max: 4096},
+	sc := &streamConn{cmd: c, fw: helper.NewFrameWriter(in), stderr: &tierkit.TailBuffer{Max: 4096},
 		ops: map[uint64]*clientOp{}, done: make(chan struct{})}
 	c.Stderr = writerFunc(func(p []byte) (int, error) {
 		sc.errMu.Lock()
@@ -355,7 +356,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	for _, a := range argv {
 		req.Argv = append(req.Argv, []byte(a))
 	}
-	for _, kv := range sandbox.EnvList(cmd.Env) {
+	for _, kv := range tierkit.EnvList(cmd.Env) {
 		req.Env = append(req.Env, []byte(kv))
 	}
 	op := &clientOp{stdout: helper.NewInbox(), stderr: helper.NewInbox(), stdin: helper.NewWindow()}
@@ -364,9 +365,9 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	live := sandbox.NewLives(cmd)
+	stdout := &tierkit.TailBuffer{Max: cmd.MaxOutput}
+	stderr := &tierkit.TailBuffer{Max: cmd.MaxOutput}
+	live := tierkit.NewLives(cmd)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go sc.consume(&wg, id, helper.FrameStdout, op.stdout, stdout, live[0])
@@ -422,7 +423,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	if err := res.Err.Error(); err != nil {
 		return sandbox.Result{}, err
 	}
-	out := sandbox.Captured(begin, stdout, stderr)
+	out := tierkit.Captured(begin, stdout, stderr)
 	out.TimedOut = res.TimedOut
 	if st := res.Status; st != nil {
 		st.Report(&out)
@@ -433,7 +434,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 
 // consume feeds one output stream into its bounded buffer (and the live
 // writer while the caller listens), crediting each chunk back.
-func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType, in *helper.Inbox, buf *sandbox.TailBuffer, live *sandbox.Live) {
+func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType, in *helper.Inbox, buf *tierkit.TailBuffer, live *tierkit.Live) {
 	defer wg.Done()
 	for {
 		chunk, ok := in.Next()

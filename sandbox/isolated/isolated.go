@@ -42,6 +42,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/netproxy"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -152,7 +154,7 @@ func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
 	cwd, _ := os.Getwd()
 	pol, err := pol.Normalize(cwd)
 	if err != nil {
-		return pol, helper.Job{}, nil, err
+		return pol, helper.Job{}, nil, cfgerr.Under(sandbox.ErrConfig, err)
 	}
 	if pol.Dir == "/tmp" && !pol.CanWrite("/tmp") {
 		// The private /tmp: fine as a start directory.
@@ -221,7 +223,6 @@ type Sandbox struct {
 	init    *exec.Cmd
 	cg      *cgroup
 	nextID  atomic.Uint64
-	prober  sandbox.Prober
 
 	mu      sync.Mutex
 	pending map[uint64]chan helper.Response
@@ -556,7 +557,7 @@ func (s *Sandbox) callReading(ctx context.Context, req helper.Request, limit int
 // if the policy lets the sandbox write there.
 func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	if len(data) > sandbox.MaxFileSize {
-		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+		return tierkit.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -609,7 +610,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 	env := baseEnv(s.pol)
 	var rec *netproxy.Recording
 	if s.proxy != nil {
-		env = sandbox.MergeEnv(env, helper.ProxyEnv())
+		env = tierkit.MergeEnv(env, helper.ProxyEnv())
 		rec = s.proxy.Record()
 		defer rec.Stop()
 	}
@@ -663,11 +664,11 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
-	spec := &helper.Job{Argv: argv, Dir: cmd.Dir, Env: sandbox.EnvList(sandbox.MergeEnv(env, cmd.Env))}
+	spec := &helper.Job{Argv: argv, Dir: cmd.Dir, Env: tierkit.EnvList(tierkit.MergeEnv(env, cmd.Env))}
 
-	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	pipes, err := sandbox.NewPipes(cmd, stdout, stderr, nil)
+	stdout := &tierkit.TailBuffer{Max: cmd.MaxOutput}
+	stderr := &tierkit.TailBuffer{Max: cmd.MaxOutput}
+	pipes, err := tierkit.NewPipes(cmd, stdout, stderr, nil)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -680,7 +681,7 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 		return sandbox.Result{}, err
 	}
 	pipes.Ended()
-	out := sandbox.Captured(begin, stdout, stderr)
+	out := tierkit.Captured(begin, stdout, stderr)
 	out.TimedOut = timedOut
 	st.Report(&out)
 	if out.TimedOut {
@@ -693,9 +694,9 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 }
 
 // Supports reports every capability: files and a shell.
-func (s *Sandbox) Supports(c sandbox.Capability) bool {
+func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
-	case sandbox.CapRead, sandbox.CapWrite, sandbox.CapGlob, sandbox.CapStat, sandbox.CapShell:
+	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat, sandbox.FeatureShell:
 		return true
 	}
 	return false
@@ -704,11 +705,6 @@ func (s *Sandbox) Supports(c sandbox.Capability) bool {
 // Instructions describe the sandbox to a model, from its policy.
 func (s *Sandbox) Instructions() string {
 	return "You run inside an isolated sandbox on this machine (kernel namespaces, no capabilities). " + s.pol.Summary()
-}
-
-// Environment probes inside the sandbox (memoized per command list).
-func (s *Sandbox) Environment(ctx context.Context, commands ...string) sandbox.Environment {
-	return s.prober.Probe(ctx, s, commands)
 }
 
 // Close ends the sandbox: its init and everything in it are killed, the

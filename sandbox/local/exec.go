@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -48,7 +49,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if err := Check(); err != nil {
 		return sandbox.Result{}, err
 	}
-	env := sandbox.MergeEnv(baseEnv(), s.env, cmd.Env)
+	env := tierkit.MergeEnv(baseEnv(), s.env, cmd.Env)
 	argv := cmd.Args
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
@@ -90,10 +91,10 @@ func chdirPath(wd *os.File, cwd string) string {
 // run starts argv in a new PID namespace and waits for it, its timeout or
 // ctx, whichever comes first.
 func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, cwd string, env map[string]string) (sandbox.Result, error) {
-	stdout := &sandbox.TailBuffer{Max: cmd.MaxOutput}
-	stderr := &sandbox.TailBuffer{Max: cmd.MaxOutput}
+	stdout := &tierkit.TailBuffer{Max: cmd.MaxOutput}
+	stderr := &tierkit.TailBuffer{Max: cmd.MaxOutput}
 	start := time.Now()
-	prog, code, err := sandbox.LookPath(argv[0], env["PATH"], cwd)
+	prog, code, err := tierkit.LookPath(argv[0], env["PATH"], cwd)
 	if err != nil {
 		return notRunnable(argv[0], code, start, cmd.Stderr), nil
 	}
@@ -101,8 +102,8 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 	defer cancel()
 	// The streams are pipes of our own, copied by goroutines of our own:
 	// os/exec would wait without end for a copy stuck in a caller's
-	// reader or writer (see sandbox.Live, sandbox.FeedStdin).
-	pipes, err := sandbox.NewPipes(cmd, stdout, stderr, nil)
+	// reader or writer (see tierkit.Live, tierkit.FeedStdin).
+	pipes, err := tierkit.NewPipes(cmd, stdout, stderr, nil)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -110,7 +111,7 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 	c := exec.CommandContext(tctx, prog, argv[1:]...)
 	c.Args[0] = argv[0]
 	c.Dir = chdirPath(wd, cwd)
-	c.Env = sandbox.EnvList(env)
+	c.Env = tierkit.EnvList(env)
 	c.Stdin, c.Stdout, c.Stderr = pipes.Child[0], pipes.Child[1], pipes.Child[2]
 	c.SysProcAttr = namespaceAttr()
 	// Killing PID 1 makes the kernel kill the whole namespace.
@@ -128,7 +129,7 @@ func run(ctx context.Context, cmd sandbox.Command, argv []string, wd *os.File, c
 	pipes.Started()
 	werr := c.Wait()
 	pipes.Ended() // PID 1 is gone, and its namespace with it: the pipes end
-	res := sandbox.Captured(start, stdout, stderr)
+	res := tierkit.Captured(start, stdout, stderr)
 	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok {
 		return res, fmt.Errorf("wait %s: %w", argv[0], werr)

@@ -46,6 +46,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -63,7 +64,6 @@ type Sandbox struct {
 	dir     string // absolute, symlinks resolved
 	given   string // absolute form of the directory the caller named
 	env     map[string]string
-	prober  sandbox.Prober
 	closeMu sync.RWMutex
 	closed  bool
 	sweptMu sync.Mutex
@@ -128,10 +128,10 @@ func (s *Sandbox) resolve(op, p string) (string, error) {
 		rel, err = sandbox.Clean(filepath.ToSlash(s.given), p)
 	}
 	if err != nil {
-		return "", sandbox.PathError(op, p, err)
+		return "", tierkit.PathError(op, p, err)
 	}
 	if err := s.dotDotAfterLink(p); err != nil {
-		return "", sandbox.PathError(op, p, err)
+		return "", tierkit.PathError(op, p, err)
 	}
 	return rel, nil
 }
@@ -213,13 +213,13 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 		}
 		if len(data) == cap(data) {
 			if len(data) > sandbox.MaxFileSize {
-				return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrTooLarge)
+				return nil, sandbox.FileInfo{}, tierkit.PathError("read", p, sandbox.ErrTooLarge)
 			}
 			data = slices.Grow(data, len(data)) // it grew since the stat
 		}
 	}
 	if len(data) > sandbox.MaxFileSize {
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrTooLarge)
+		return nil, sandbox.FileInfo{}, tierkit.PathError("read", p, sandbox.ErrTooLarge)
 	}
 	return data, fi, nil
 }
@@ -244,7 +244,7 @@ func (s *Sandbox) ReadTo(ctx context.Context, p string, max int64, w io.Writer) 
 	case err != nil:
 		return sandbox.FileInfo{}, mapErr("read", p, err)
 	case n > sandbox.MaxFileSize:
-		return sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrTooLarge)
+		return sandbox.FileInfo{}, tierkit.PathError("read", p, sandbox.ErrTooLarge)
 	}
 	return fi, nil
 }
@@ -261,7 +261,7 @@ func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) e
 	r := &io.LimitedReader{R: f, N: sandbox.MaxFileSize + 1}
 	ferr := fn(r)
 	if r.N == 0 { // fn was handed more than MaxFileSize
-		return sandbox.FileInfo{}, sandbox.PathError("read", p, fmt.Errorf("it grew over the %d byte limit while read: %w", sandbox.MaxFileSize, sandbox.ErrTooLarge))
+		return sandbox.FileInfo{}, tierkit.PathError("read", p, fmt.Errorf("it grew over the %d byte limit while read: %w", sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
 	return fi, ferr
 }
@@ -295,13 +295,13 @@ func (s *Sandbox) openRead(ctx context.Context, p string, max int64) (f *os.File
 	case err != nil:
 		err = mapErr("read", p, err)
 	case fi.IsDir():
-		err = sandbox.PathError("read", p, sandbox.ErrIsDir)
+		err = tierkit.PathError("read", p, sandbox.ErrIsDir)
 	case dirOnly(p):
-		err = sandbox.PathError("read", p, sandbox.ErrNotDir)
+		err = tierkit.PathError("read", p, sandbox.ErrNotDir)
 	case !fi.Mode().IsRegular():
-		err = sandbox.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
+		err = tierkit.PathError("read", p, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
 	case fi.Size() > sandbox.MaxFileSize && (max <= 0 || max > sandbox.MaxFileSize):
-		err = sandbox.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+		err = tierkit.PathError("read", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", fi.Size(), sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
 	if err != nil {
 		f.Close()
@@ -352,14 +352,14 @@ func (s *Sandbox) write(ctx context.Context, p string, r io.Reader, size, limit 
 		return err
 	}
 	if size > limit {
-		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", size, limit, sandbox.ErrTooLarge))
+		return tierkit.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", size, limit, sandbox.ErrTooLarge))
 	}
 	target, err := s.followLinks(rel)
 	if err != nil {
 		return mapErr("write", p, err)
 	}
 	if target == "." || dirOnly(p) {
-		return sandbox.PathError("write", p, sandbox.ErrIsDir)
+		return tierkit.PathError("write", p, sandbox.ErrIsDir)
 	}
 	dir, base := path.Split(target)
 	if dir == "" {
@@ -379,11 +379,11 @@ func (s *Sandbox) write(ctx context.Context, p string, r io.Reader, size, limit 
 	if fi, err := d.Lstat(base); err == nil {
 		switch {
 		case fi.IsDir():
-			return sandbox.PathError("write", p, sandbox.ErrIsDir)
+			return tierkit.PathError("write", p, sandbox.ErrIsDir)
 		case fi.Mode()&fs.ModeSymlink != 0:
 			// target was resolved through every link, so a link here
 			// was put in its place since: never take its mode (0777).
-			return sandbox.PathError("write", p, fmt.Errorf("%s changed while it was written (now a symbolic link): try again", p))
+			return tierkit.PathError("write", p, fmt.Errorf("%s changed while it was written (now a symbolic link): try again", p))
 		}
 		mode = fi.Mode().Perm()
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -392,7 +392,7 @@ func (s *Sandbox) write(ctx context.Context, p string, r io.Reader, size, limit 
 	s.sweepOnce(dir, d)
 	if err := replace(d, base, r, limit, mode); err != nil {
 		if errors.Is(err, errOverLimit) {
-			return sandbox.PathError("write", p, fmt.Errorf("more than the %d byte limit: %w", limit, sandbox.ErrTooLarge))
+			return tierkit.PathError("write", p, fmt.Errorf("more than the %d byte limit: %w", limit, sandbox.ErrTooLarge))
 		}
 		return mapErr("write", p, err)
 	}
@@ -626,7 +626,7 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 		return sandbox.FileInfo{}, mapErr("stat", p, err)
 	}
 	if dirOnly(p) && !fi.IsDir() {
-		return sandbox.FileInfo{}, sandbox.PathError("stat", p, sandbox.ErrNotDir)
+		return sandbox.FileInfo{}, tierkit.PathError("stat", p, sandbox.ErrNotDir)
 	}
 	return infoOf(rel, fi), nil
 }
@@ -655,9 +655,9 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	defer done()
 	pat, dirsOnly, err := sandbox.CleanPattern(s.Root(), pattern)
 	if err != nil {
-		return nil, sandbox.PathError("glob", pattern, err)
+		return nil, tierkit.PathError("glob", pattern, err)
 	}
-	return sandbox.GlobFS(ctx, globFS{s.root}, pat, dirsOnly)
+	return tierkit.GlobFS(ctx, globFS{s.root}, pat, dirsOnly)
 }
 
 // Write's temporary files are named tmpPrefix + tmpRandom random bytes in
@@ -705,11 +705,11 @@ func (g globFS) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // Supports reports read, write, glob and stat, and shell when this host can
 // run commands with full process-tree cleanup (see Check).
-func (s *Sandbox) Supports(c sandbox.Capability) bool {
+func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
-	case sandbox.CapRead, sandbox.CapWrite, sandbox.CapGlob, sandbox.CapStat:
+	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat:
 		return true
-	case sandbox.CapShell:
+	case sandbox.FeatureShell:
 		return Check() == nil
 	}
 	return false
@@ -719,11 +719,6 @@ func (s *Sandbox) Supports(c sandbox.Capability) bool {
 func (s *Sandbox) Instructions() string {
 	return fmt.Sprintf("You run on the host machine, in %s. File tools are guarded to %s; "+
 		"the shell is not confined: it runs on the real host with this user's permissions.", s.dir, s.dir)
-}
-
-// Environment probes the host through Exec (memoized per command list).
-func (s *Sandbox) Environment(ctx context.Context, commands ...string) sandbox.Environment {
-	return s.prober.Probe(ctx, s, commands)
 }
 
 // Close releases the root. It waits for running file operations; it does
@@ -791,5 +786,5 @@ func mapErr(op, p string, err error) error {
 	case errors.Is(inner, syscall.ENAMETOOLONG):
 		inner = fmt.Errorf("%w: name too long", sandbox.ErrInvalidPath)
 	}
-	return sandbox.PathError(op, p, inner)
+	return tierkit.PathError(op, p, inner)
 }

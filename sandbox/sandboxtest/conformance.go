@@ -159,7 +159,7 @@ func testEscapes(t *testing.T, sb sandbox.Sandbox) {
 			wantErr(t, "Glob", err, sandbox.ErrEscape)
 			_, err = sb.Glob(bg, p+"/*")
 			wantErr(t, "Glob", err, sandbox.ErrEscape)
-			if sb.Supports(sandbox.CapShell) {
+			if sb.Supports(sandbox.FeatureShell) {
 				_, err = sb.Exec(bg, sandbox.Command{Args: []string{"true"}, Dir: p})
 				wantErr(t, "Exec Dir", err, sandbox.ErrEscape)
 			}
@@ -333,7 +333,7 @@ func testGlob(t *testing.T, sb sandbox.Sandbox) {
 }
 
 func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
-	if !sb.Supports(sandbox.CapShell) {
+	if !sb.Supports(sandbox.FeatureShell) {
 		_, err := sb.Exec(bg, sandbox.Command{Shell: "true"})
 		wantErr(t, "Exec without shell", err, sandbox.ErrUnsupported)
 		return
@@ -585,8 +585,8 @@ func Survivors(marker string, grace time.Duration) []string {
 }
 
 func testEnvironment(t *testing.T, sb sandbox.Sandbox) {
-	env := sb.Environment(bg)
-	if !sb.Supports(sandbox.CapShell) {
+	env := sandbox.Probe(bg, sb)
+	if !sb.Supports(sandbox.FeatureShell) {
 		if env.Error == "" || len(env.Commands) != 0 {
 			t.Errorf("a sandbox without shell must say it could not probe: %+v", env)
 		}
@@ -599,14 +599,14 @@ func testEnvironment(t *testing.T, sb sandbox.Sandbox) {
 	if !ok || !strings.HasSuffix(sh.Path, "sh") {
 		t.Errorf("sh not found by the probe: %+v", env)
 	}
-	other := sb.Environment(bg, "sh", "hutch-no-such-command")
+	other := sandbox.Probe(bg, sb, "sh", "hutch-no-such-command")
 	if other.Error != "" || len(other.Commands) != 1 {
 		t.Errorf("probing for a missing command is an answer, not an error: %+v", other)
 	}
-	if again := sb.Environment(bg); !equalEnv(again, env) {
+	if again := sandbox.Probe(bg, sb); !equalEnv(again, env) {
 		t.Errorf("memoized answer changed: %+v vs %+v", again, env)
 	}
-	if bad := sb.Environment(bg, "bad\nname"); bad.Error == "" {
+	if bad := sandbox.Probe(bg, sb, "bad\nname"); bad.Error == "" {
 		t.Errorf("a malformed command name must be reported: %+v", bad)
 	}
 }

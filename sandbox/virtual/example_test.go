@@ -23,7 +23,7 @@ func Example() {
 	fmt.Println(errors.Is(err, sandbox.ErrEscape))
 
 	_, err = sb.Exec(ctx, sandbox.Command{Shell: "ls"})
-	fmt.Println(err, sb.Supports(sandbox.CapShell))
+	fmt.Println(err, sb.Supports(sandbox.FeatureShell))
 	// Output:
 	// "# hello\n" ["notes/today.md"]
 	// true

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -33,7 +34,6 @@ type Sandbox struct {
 	size   int64            // the files' content, in bytes (under mu)
 	max    int64
 	closed bool
-	prober sandbox.Prober
 }
 
 type node struct {
@@ -75,7 +75,7 @@ func (s *Sandbox) Root() string { return "/" }
 func (s *Sandbox) resolve(op, p string) (string, error) {
 	rel, err := sandbox.Clean("/", p)
 	if err != nil {
-		return "", sandbox.PathError(op, p, err)
+		return "", tierkit.PathError(op, p, err)
 	}
 	return rel, nil
 }
@@ -88,10 +88,10 @@ func (s *Sandbox) lookup(op, p, rel string) (*node, error) {
 	}
 	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
 		if n, ok := s.nodes[dir]; ok && !n.isDir() {
-			return nil, sandbox.PathError(op, p, sandbox.ErrNotDir)
+			return nil, tierkit.PathError(op, p, sandbox.ErrNotDir)
 		}
 	}
-	return nil, sandbox.PathError(op, p, sandbox.ErrNotFound)
+	return nil, tierkit.PathError(op, p, sandbox.ErrNotFound)
 }
 
 func (s *Sandbox) check(ctx context.Context) error {
@@ -120,7 +120,7 @@ func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 		return nil, err
 	}
 	if n.isDir() {
-		return nil, sandbox.PathError("read", p, sandbox.ErrIsDir)
+		return nil, tierkit.PathError("read", p, sandbox.ErrIsDir)
 	}
 	return slices.Clone(n.data), nil
 }
@@ -156,12 +156,12 @@ func (s *Sandbox) view(ctx context.Context, p string) ([]byte, sandbox.FileInfo,
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return nil, fi, sandbox.PathError("read", p, pe.Err)
+			return nil, fi, tierkit.PathError("read", p, pe.Err)
 		}
 		return nil, fi, err // closed, cancelled: not about the path
 	}
 	if fi.Kind == sandbox.KindDir {
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrIsDir)
+		return nil, sandbox.FileInfo{}, tierkit.PathError("read", p, sandbox.ErrIsDir)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -170,7 +170,7 @@ func (s *Sandbox) view(ctx context.Context, p string) ([]byte, sandbox.FileInfo,
 	}
 	n, ok := s.nodes[fi.Path]
 	if !ok || n.isDir() {
-		return nil, sandbox.FileInfo{}, sandbox.PathError("read", p, sandbox.ErrNotFound)
+		return nil, sandbox.FileInfo{}, tierkit.PathError("read", p, sandbox.ErrNotFound)
 	}
 	fi.Size, fi.ModTime, fi.Mode = int64(len(n.data)), n.mtime, n.mode
 	return n.data, fi, nil
@@ -184,7 +184,7 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 		return err
 	}
 	if len(data) > sandbox.MaxFileSize {
-		return sandbox.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
+		return tierkit.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,7 +192,7 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 		return err
 	}
 	if rel == "." {
-		return sandbox.PathError("write", p, sandbox.ErrIsDir)
+		return tierkit.PathError("write", p, sandbox.ErrIsDir)
 	}
 	now := time.Now()
 	// Check the whole chain before changing anything.
@@ -201,7 +201,7 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 		n, ok := s.nodes[dir]
 		if ok {
 			if !n.isDir() {
-				return sandbox.PathError("write", p, sandbox.ErrNotDir)
+				return tierkit.PathError("write", p, sandbox.ErrNotDir)
 			}
 			break
 		}
@@ -211,13 +211,13 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	size := s.size + int64(len(data))
 	if old, ok := s.nodes[rel]; ok {
 		if old.isDir() {
-			return sandbox.PathError("write", p, sandbox.ErrIsDir)
+			return tierkit.PathError("write", p, sandbox.ErrIsDir)
 		}
 		mode = old.mode
 		size -= int64(len(old.data))
 	}
 	if size > s.max {
-		return sandbox.PathError("write", p, fmt.Errorf("the sandbox's files would hold %d bytes, over its %d byte limit (write less, or overwrite what is no longer needed): %w", size, s.max, sandbox.ErrTooLarge))
+		return tierkit.PathError("write", p, fmt.Errorf("the sandbox's files would hold %d bytes, over its %d byte limit (write less, or overwrite what is no longer needed): %w", size, s.max, sandbox.ErrTooLarge))
 	}
 	s.size = size
 	for _, dir := range slices.Backward(missing) {
@@ -264,14 +264,14 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	pat, dirsOnly, err := sandbox.CleanPattern("/", pattern)
 	if err != nil {
-		return nil, sandbox.PathError("glob", pattern, err)
+		return nil, tierkit.PathError("glob", pattern, err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	return sandbox.GlobFS(ctx, memFS{s}, pat, dirsOnly)
+	return tierkit.GlobFS(ctx, memFS{s}, pat, dirsOnly)
 }
 
 // Exec is not supported: the virtual sandbox has no shell, on purpose.
@@ -285,9 +285,9 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 }
 
 // Supports reports read, write, glob and stat; never shell.
-func (s *Sandbox) Supports(c sandbox.Capability) bool {
+func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
-	case sandbox.CapRead, sandbox.CapWrite, sandbox.CapGlob, sandbox.CapStat:
+	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat:
 		return true
 	}
 	return false
@@ -295,11 +295,6 @@ func (s *Sandbox) Supports(c sandbox.Capability) bool {
 
 // Instructions is empty: there is nothing on the host to describe.
 func (s *Sandbox) Instructions() string { return "" }
-
-// Environment always reports that the sandbox has no shell.
-func (s *Sandbox) Environment(ctx context.Context, commands ...string) sandbox.Environment {
-	return s.prober.Probe(ctx, s, commands)
-}
 
 // Close drops every file. It is idempotent.
 func (s *Sandbox) Close() error {

@@ -1,16 +1,13 @@
-package sandbox
+package tierkit
 
 import (
 	"io"
 	"os"
 	"sync"
 	"time"
-)
 
-// LiveGrace is how long a tier waits, once a command's output has ended,
-// for its live writers (Command.Stdout, Command.Stderr) to take what is
-// queued for them before Exec returns without them.
-const LiveGrace = 2 * time.Second
+	"github.com/hutchsandbox/hutch/sandbox"
+)
 
 const (
 	// liveRunning bounds the bytes queued for a live writer while the
@@ -28,8 +25,8 @@ const (
 // is slow holds the command up as a pipe would (Write waits for room).
 // Once the command has ended nothing waits for the writer any more: a
 // writer that stalls — a client that stopped reading — delays Exec by at
-// most LiveGrace, never holds it forever, and what it has not taken is
-// dropped from the live copy, never from the captured Result.
+// most sandbox.LiveGrace, never holds it forever, and what it has not taken is
+// dropped from the live copy, never from the captured sandbox.Result.
 //
 // A tier calls Unblock when the command has ended or its timeout has
 // come (its copies then read the rest of the output without waiting: a
@@ -176,7 +173,7 @@ type Lives [2]*Live
 
 // NewLives starts carrying cmd's output to its live writers (nil entries
 // for those it lacks).
-func NewLives(cmd Command) Lives { return Lives{NewLive(cmd.Stdout), NewLive(cmd.Stderr)} }
+func NewLives(cmd sandbox.Command) Lives { return Lives{NewLive(cmd.Stdout), NewLive(cmd.Stderr)} }
 
 // Unblock unblocks both (see Live.Unblock).
 func (ls Lives) Unblock() {
@@ -199,11 +196,11 @@ func (ls Lives) Close(grace time.Duration) {
 }
 
 // Pipes are a command's three standard streams as pipes of the tier's
-// own, with goroutines copying them: stdin from Command.Stdin (never
+// own, with goroutines copying them: stdin from sandbox.Command.Stdin (never
 // waited for), stdout and stderr into their capture buffers and live
 // writers. Give Child to the command, call Started once it runs, Ended
 // once it has ended (this waits for the output to end, then at most
-// LiveGrace for the live writers), and Close in every case.
+// sandbox.LiveGrace for the live writers), and Close in every case.
 type Pipes struct {
 	// Child are the command's ends: stdin, stdout, stderr.
 	Child  [3]*os.File
@@ -215,7 +212,7 @@ type Pipes struct {
 // NewPipes makes the pipes and starts the copies. wrapStderr, when set,
 // is put in front of stderr's buffer and live writer (a tier that reads a
 // header of its own off the stream).
-func NewPipes(cmd Command, stdout, stderr *TailBuffer, wrapStderr func(io.Writer) io.Writer) (*Pipes, error) {
+func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrapStderr func(io.Writer) io.Writer) (*Pipes, error) {
 	p := &Pipes{}
 	for i := range p.Child {
 		r, w, err := os.Pipe()
@@ -263,25 +260,20 @@ func (p *Pipes) Started() {
 // timeout needs the output drained.
 func (p *Pipes) Unblock() { p.live.Unblock() }
 
-// OutputGrace bounds how long a tier reads a command's output after the
-// command is gone: a process outside its reach (one that was handed the
-// pipe) could otherwise keep it open for ever. What comes later is lost.
-const OutputGrace = 5 * time.Second
-
-// Ended waits for the output to end — at most OutputGrace, then it cuts
-// the pipes — and then at most LiveGrace for the live writers.
+// Ended waits for the output to end — at most sandbox.OutputGrace, then it cuts
+// the pipes — and then at most sandbox.LiveGrace for the live writers.
 func (p *Pipes) Ended() {
 	p.Unblock()
 	copied := make(chan struct{})
 	go func() { p.copied.Wait(); close(copied) }()
 	select {
 	case <-copied:
-	case <-time.After(OutputGrace):
+	case <-time.After(sandbox.OutputGrace):
 		p.parent[1].Close()
 		p.parent[2].Close()
 		<-copied
 	}
-	p.live.Close(LiveGrace)
+	p.live.Close(sandbox.LiveGrace)
 }
 
 // Close closes every end still open and lets the live writers go (a copy

@@ -1,14 +1,14 @@
-package sandbox
+package tierkit
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
 
-// DefaultMaxOutput is how many bytes of each output stream Exec keeps when
-// the Command does not say.
-const DefaultMaxOutput = 1 << 20
+	"github.com/hutchsandbox/hutch/sandbox"
+)
 
 // TailBuffer is an io.Writer that keeps only the last Max bytes written to it
 // while counting them all. Its memory never exceeds Max bytes however much
-// is written. The zero value keeps DefaultMaxOutput bytes. It is not safe
+// is written. The zero value keeps sandbox.DefaultMaxOutput bytes. It is not safe
 // for concurrent use.
 type TailBuffer struct {
 	Max   int
@@ -42,7 +42,7 @@ func (b *TailBuffer) Write(p []byte) (int, error) {
 
 func (b *TailBuffer) limit() int {
 	if b.Max <= 0 {
-		return DefaultMaxOutput
+		return sandbox.DefaultMaxOutput
 	}
 	return b.Max
 }

@@ -1,4 +1,4 @@
-package sandbox_test
+package tierkit_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -37,7 +38,7 @@ func (s *syncBuffer) String() string {
 // Everything written reaches the live writer, in order, by Close.
 func TestLiveDeliversInOrder(t *testing.T) {
 	var out syncBuffer
-	l := sandbox.NewLive(&out)
+	l := tierkit.NewLive(&out)
 	var want bytes.Buffer
 	for i := range 2000 {
 		line := fmt.Sprintf("line %d\n", i)
@@ -57,7 +58,7 @@ func TestLiveDeliversInOrder(t *testing.T) {
 // on a closed pipe).
 func TestLiveWriterError(t *testing.T) {
 	boom := errors.New("boom")
-	l := sandbox.NewLive(writerFunc(func([]byte) (int, error) { return 0, boom }))
+	l := tierkit.NewLive(writerFunc(func([]byte) (int, error) { return 0, boom }))
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if _, err := l.Write([]byte("x")); errors.Is(err, boom) {
@@ -77,7 +78,7 @@ func TestLiveWriterError(t *testing.T) {
 func TestLiveStalledWriter(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	l := sandbox.NewLive(writerFunc(func(p []byte) (int, error) { <-release; return len(p), nil }))
+	l := tierkit.NewLive(writerFunc(func(p []byte) (int, error) { <-release; return len(p), nil }))
 	chunk := make([]byte, 64<<10)
 	wrote := make(chan int)
 	go func() {
@@ -113,7 +114,7 @@ func TestLiveStalledWriter(t *testing.T) {
 
 // A nil Live (no live writer) takes everything.
 func TestLiveNil(t *testing.T) {
-	var l *sandbox.Live = sandbox.NewLive(nil)
+	var l *tierkit.Live = tierkit.NewLive(nil)
 	if n, err := l.Write([]byte("abc")); n != 3 || err != nil {
 		t.Fatalf("nil Live: %d %v", n, err)
 	}
@@ -135,7 +136,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // Origin: review 8.
 func TestLiveNoWritesAfterCloseGrace(t *testing.T) {
 	var writes atomic.Int64
-	l := sandbox.NewLive(writerFunc(func(p []byte) (int, error) {
+	l := tierkit.NewLive(writerFunc(func(p []byte) (int, error) {
 		time.Sleep(20 * time.Millisecond) // slow, never stalled
 		writes.Add(1)
 		return len(p), nil
@@ -165,7 +166,7 @@ func TestPipesCloseStopsLiveWrites(t *testing.T) {
 		writes.Add(1)
 		return len(p), nil
 	})
-	p, err := sandbox.NewPipes(sandbox.Command{Stdout: slow}, &sandbox.TailBuffer{Max: 1 << 20}, &sandbox.TailBuffer{Max: 1 << 20}, nil)
+	p, err := tierkit.NewPipes(sandbox.Command{Stdout: slow}, &tierkit.TailBuffer{Max: 1 << 20}, &tierkit.TailBuffer{Max: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,8 +198,8 @@ func TestPipesCloseStopsLiveWrites(t *testing.T) {
 // Origin: review 8.
 func TestPipesLiveErrorBreaksPipe(t *testing.T) {
 	boom := errors.New("client gone")
-	p, err := sandbox.NewPipes(sandbox.Command{Stdout: writerFunc(func([]byte) (int, error) { return 0, boom })},
-		&sandbox.TailBuffer{Max: 1 << 20}, &sandbox.TailBuffer{Max: 1 << 20}, nil)
+	p, err := tierkit.NewPipes(sandbox.Command{Stdout: writerFunc(func([]byte) (int, error) { return 0, boom })},
+		&tierkit.TailBuffer{Max: 1 << 20}, &tierkit.TailBuffer{Max: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,8 +233,8 @@ func TestPipesLiveErrorBreaksPipe(t *testing.T) {
 // Origin: review 8.
 func TestPipesCompleteAtEnded(t *testing.T) {
 	var live syncBuffer
-	stdout := &sandbox.TailBuffer{Max: 8 << 20}
-	p, err := sandbox.NewPipes(sandbox.Command{Stdout: &live}, stdout, &sandbox.TailBuffer{Max: 1 << 20}, nil)
+	stdout := &tierkit.TailBuffer{Max: 8 << 20}
+	p, err := tierkit.NewPipes(sandbox.Command{Stdout: &live}, stdout, &tierkit.TailBuffer{Max: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

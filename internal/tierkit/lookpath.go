@@ -1,4 +1,4 @@
-package sandbox
+package tierkit
 
 import (
 	"errors"
@@ -6,13 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hutchsandbox/hutch/sandbox"
 )
-
-// DefaultPath is a command's PATH when nothing else sets one.
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-// ErrNotExecutable: the program exists but cannot be executed.
-var ErrNotExecutable = errors.New("permission denied (not executable)")
 
 // LookPath finds prog the way a shell would, but with the command's own
 // PATH and working directory rather than hutch's. Besides the path it
@@ -88,7 +84,7 @@ func executable(p string) error {
 	case err != nil:
 		return err
 	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
-		return ErrNotExecutable
+		return sandbox.ErrNotExecutable
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
-package sandbox_test
+package tierkit_test
 
 import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -23,7 +24,7 @@ func TestLivesCloseOneGraceForBoth(t *testing.T) {
 		{"stderr stalled", sandbox.Command{Stdout: &syncBuffer{}, Stderr: stalled}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ls := sandbox.NewLives(c.cmd)
+			ls := tierkit.NewLives(c.cmd)
 			for _, l := range ls {
 				// The first write is taken by the forwarder and stalls
 				// it; the second stays queued.

@@ -1,4 +1,4 @@
-package sandbox_test
+package tierkit_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -41,7 +42,7 @@ func (n *naiveTail) Bytes() []byte {
 }
 
 // compareTail fails unless b and ref agree on everything observable.
-func compareTail(t *testing.T, b *sandbox.TailBuffer, ref *naiveTail, what string) {
+func compareTail(t *testing.T, b *tierkit.TailBuffer, ref *naiveTail, what string) {
 	t.Helper()
 	if got, want := b.Total(), int64(len(ref.all)); got != want {
 		t.Fatalf("%s: Total() = %d, want %d", what, got, want)
@@ -81,7 +82,7 @@ func TestTailBuffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &sandbox.TailBuffer{Max: tt.max}
+			b := &tierkit.TailBuffer{Max: tt.max}
 			var total int64
 			for _, w := range tt.writes {
 				n, err := b.Write([]byte(w))
@@ -104,7 +105,7 @@ func TestTailBuffer(t *testing.T) {
 }
 
 func TestTailBufferZeroValue(t *testing.T) {
-	var b sandbox.TailBuffer
+	var b tierkit.TailBuffer
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB
 	ref := &naiveTail{}
 	for range sandbox.DefaultMaxOutput/len(chunk) - 1 {
@@ -160,7 +161,7 @@ func TestTailBufferUTF8(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &sandbox.TailBuffer{Max: tt.max}
+			b := &tierkit.TailBuffer{Max: tt.max}
 			ref := &naiveTail{max: tt.max}
 			for _, w := range tt.writes {
 				b.Write([]byte(w))
@@ -175,7 +176,7 @@ func TestTailBufferUTF8(t *testing.T) {
 }
 
 func TestTailBufferBytesIsACopy(t *testing.T) {
-	b := &sandbox.TailBuffer{Max: 4}
+	b := &tierkit.TailBuffer{Max: 4}
 	b.Write([]byte("abcdef"))
 	got := b.Bytes()
 	got[0] = 'X'
@@ -191,7 +192,7 @@ func TestTailBufferBytesIsACopy(t *testing.T) {
 // TestTailBufferNoAllocs checks that a full buffer is a ring: writes do not
 // allocate however much goes through it.
 func TestTailBufferNoAllocs(t *testing.T) {
-	b := &sandbox.TailBuffer{Max: 1000}
+	b := &tierkit.TailBuffer{Max: 1000}
 	b.Write(make([]byte, 1000))
 	small := []byte("0123456789abcdefghijklmnopqrstu") // 31 bytes, never aligned
 	if n := testing.AllocsPerRun(1000, func() { b.Write(small) }); n != 0 {
@@ -214,7 +215,7 @@ func TestTailBufferRandom(t *testing.T) {
 	}
 	for i := range iters {
 		max := 1 + rng.IntN(64)
-		b := &sandbox.TailBuffer{Max: max}
+		b := &tierkit.TailBuffer{Max: max}
 		ref := &naiveTail{max: max}
 		for w := range 1 + rng.IntN(40) {
 			var n int
@@ -250,7 +251,7 @@ func FuzzTailBuffer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, max uint8, data []byte, sizes []byte) {
 		// Max 0 would mean DefaultMaxOutput; keep it small so the ring is
 		// exercised, but still test the zero value's default on Max == 0.
-		b := &sandbox.TailBuffer{Max: int(max)}
+		b := &tierkit.TailBuffer{Max: int(max)}
 		ref := &naiveTail{max: int(max)}
 		for _, s := range sizes {
 			if len(data) == 0 {
@@ -270,7 +271,7 @@ func FuzzTailBuffer(f *testing.F) {
 
 func BenchmarkTailBuffer(b *testing.B) {
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 2048) // 32 KiB
-	var tb sandbox.TailBuffer
+	var tb tierkit.TailBuffer
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,4 +1,4 @@
-package sandbox_test
+package tierkit_test
 
 import (
 	"context"
@@ -11,8 +11,11 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
+
+var bg = context.Background()
 
 func testFS() fstest.MapFS {
 	return fstest.MapFS{
@@ -68,7 +71,7 @@ func TestGlobFS(t *testing.T) {
 	fsys := testFS()
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%v", tt.pattern, tt.dirsOnly), func(t *testing.T) {
-			got, err := sandbox.GlobFS(bg, fsys, tt.pattern, tt.dirsOnly)
+			got, err := tierkit.GlobFS(bg, fsys, tt.pattern, tt.dirsOnly)
 			if err != nil {
 				t.Fatalf("GlobFS(%q, %v) error = %v", tt.pattern, tt.dirsOnly, err)
 			}
@@ -104,7 +107,7 @@ func TestGlobFSWithCleanPattern(t *testing.T) {
 		pat, dirs, err := sandbox.CleanPattern("/r", tt.pattern)
 		var got []string
 		if err == nil {
-			got, err = sandbox.GlobFS(bg, fsys, pat, dirs)
+			got, err = tierkit.GlobFS(bg, fsys, pat, dirs)
 		}
 		if tt.err != nil {
 			if !errors.Is(err, tt.err) {
@@ -120,7 +123,7 @@ func TestGlobFSWithCleanPattern(t *testing.T) {
 
 func TestGlobFSBadPattern(t *testing.T) {
 	for _, p := range []string{"[", "{a", "a/[b", "}", `x\`} {
-		got, err := sandbox.GlobFS(bg, testFS(), p, false)
+		got, err := tierkit.GlobFS(bg, testFS(), p, false)
 		if !errors.Is(err, sandbox.ErrInvalidPath) || got != nil {
 			t.Errorf("GlobFS(%q) = %q, %v; want ErrInvalidPath", p, got, err)
 		}
@@ -131,7 +134,7 @@ func TestGlobFSCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
 	for _, p := range []string{"**", "*.txt", "b/c.txt", "**/*.none", "nothing"} {
-		got, err := sandbox.GlobFS(ctx, testFS(), p, false)
+		got, err := tierkit.GlobFS(ctx, testFS(), p, false)
 		if !errors.Is(err, context.Canceled) || got != nil {
 			t.Errorf("GlobFS(%q) with a cancelled context = %q, %v; want context.Canceled", p, got, err)
 		}
@@ -147,7 +150,7 @@ func TestGlobFSCancelMidWalk(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
 	counting := &cancelAfterFS{FS: fsys, n: 50, cancel: cancel}
-	_, err := sandbox.GlobFS(ctx, counting, "**", false)
+	_, err := tierkit.GlobFS(ctx, counting, "**", false)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("GlobFS after cancellation = %v, want context.Canceled", err)
 	}
@@ -179,17 +182,17 @@ func TestGlobFSTooMany(t *testing.T) {
 	for i := range sandbox.MaxGlobResults {
 		fsys[fmt.Sprintf("d%03d/f%05d", i%100, i)] = &fstest.MapFile{}
 	}
-	got, err := sandbox.GlobFS(bg, fsys, "**", false)
+	got, err := tierkit.GlobFS(bg, fsys, "**", false)
 	if err != nil || len(got) != sandbox.MaxGlobResults {
 		t.Fatalf("GlobFS with exactly MaxGlobResults matches = %d results, %v", len(got), err)
 	}
 	fsys["one/more"] = &fstest.MapFile{}
-	got, err = sandbox.GlobFS(bg, fsys, "**", false)
+	got, err = tierkit.GlobFS(bg, fsys, "**", false)
 	if !errors.Is(err, sandbox.ErrTooLarge) || got != nil {
 		t.Fatalf("GlobFS with MaxGlobResults+1 matches = %d results, %v; want ErrTooLarge", len(got), err)
 	}
 	// Directories count separately: only 101 of them.
-	if got, err := sandbox.GlobFS(bg, fsys, "**", true); err != nil || len(got) != 101 {
+	if got, err := tierkit.GlobFS(bg, fsys, "**", true); err != nil || len(got) != 101 {
 		t.Fatalf("GlobFS dirs = %d, %v", len(got), err)
 	}
 }
@@ -218,7 +221,7 @@ func TestGlobFSSortsAndDedups(t *testing.T) {
 		{"**", false, []string{"a", "b", "c/d", "c/e"}},
 		{"**", true, []string{"c"}},
 	} {
-		got, err := sandbox.GlobFS(bg, fsys, tt.pattern, tt.dirsOnly)
+		got, err := tierkit.GlobFS(bg, fsys, tt.pattern, tt.dirsOnly)
 		if err != nil || !slices.Equal(got, tt.want) {
 			t.Errorf("GlobFS(%q, %v) over an unsorted FS = %q, %v; want %q", tt.pattern, tt.dirsOnly, got, err, tt.want)
 		}
@@ -254,14 +257,14 @@ func TestGlobFSBoundsAlternatives(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Refused up front, with a reason, and no walk at all.
-	if _, err := sandbox.GlobFS(context.Background(), fsys, pattern, false); !errors.Is(err, sandbox.ErrInvalidPath) || !strings.Contains(err.Error(), "combinations") {
+	if _, err := tierkit.GlobFS(context.Background(), fsys, pattern, false); !errors.Is(err, sandbox.ErrInvalidPath) || !strings.Contains(err.Error(), "combinations") {
 		t.Fatalf("a pattern of 65536 combinations: %v", err)
 	}
 	if n := fsys.ops.Load(); n > 0 {
 		t.Fatalf("an 80-byte pattern made %d filesystem calls on a one-file tree (each extra {a,b} doubles it); bound the alternatives", n)
 	}
 	// Within the bound, it still works.
-	got, err := sandbox.GlobFS(context.Background(), fsys, strings.Repeat("{a,b}", 1), false)
+	got, err := tierkit.GlobFS(context.Background(), fsys, strings.Repeat("{a,b}", 1), false)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("{a,b}: %v %v", got, err)
 	}
@@ -273,8 +276,8 @@ func TestGlobCombinations(t *testing.T) {
 		strings.Repeat("{a,b}", 9): 512,
 	} {
 		fsys := fstest.MapFS{"a": {Data: []byte("x")}}
-		_, err := sandbox.GlobFS(context.Background(), fsys, p, false)
-		if tooMany := err != nil && strings.Contains(err.Error(), "combinations"); tooMany != (want > sandbox.MaxGlobAlternatives) {
+		_, err := tierkit.GlobFS(context.Background(), fsys, p, false)
+		if tooMany := err != nil && strings.Contains(err.Error(), "combinations"); tooMany != (want > tierkit.MaxGlobAlternatives) {
 			t.Errorf("%q (%d combinations): %v", p, want, err)
 		}
 	}
@@ -292,7 +295,7 @@ func TestGlobFSStopsOnCancelledContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = sandbox.GlobFS(ctx, fsys, pattern, false)
+	_, err = tierkit.GlobFS(ctx, fsys, pattern, false)
 	if err == nil {
 		t.Fatal("a cancelled glob succeeded")
 	}
@@ -312,7 +315,7 @@ func TestGlobFSDuplicatesDoNotCountTowardsLimit(t *testing.T) {
 	for i := range 100 {
 		m[fmt.Sprintf("a/b/c/d/e/f/g/h/f%d", i)] = &fstest.MapFile{Data: []byte("x")}
 	}
-	got, err := sandbox.GlobFS(context.Background(), m, "**/**/**/**/**/**/*", false)
+	got, err := tierkit.GlobFS(context.Background(), m, "**/**/**/**/**/**/*", false)
 	if err != nil {
 		t.Fatalf("100 distinct matches: %v", err)
 	}

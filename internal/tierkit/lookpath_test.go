@@ -1,11 +1,11 @@
-package sandbox_test
+package tierkit_test
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 )
 
 // FuzzCandidates: whatever the program name and PATH, the candidates are
@@ -19,7 +19,7 @@ func FuzzCandidates(f *testing.F) {
 		if name == "" || !filepath.IsAbs(dir) {
 			return
 		}
-		cands := sandbox.Candidates(name, path, dir)
+		cands := tierkit.Candidates(name, path, dir)
 		for _, c := range cands {
 			if !filepath.IsAbs(c) {
 				t.Fatalf("candidate %q is relative", c)

@@ -1,4 +1,4 @@
-package sandbox
+package tierkit
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 	"slices"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // GlobFS implements the Glob contract over fsys, which must be rooted at the
 // sandbox root and must refuse (not follow) paths leaving it. pattern is the
-// output of CleanPattern. Every tier that can present its files as an fs.FS
+// output of sandbox.CleanPattern. Every tier that can present its files as an fs.FS
 // uses this one function, so glob means the same everywhere.
 func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]string, error) {
 	if n := combinations(pattern); n > MaxGlobAlternatives {
-		return nil, fmt.Errorf("glob %s: its {a,b} groups make %d combinations, more than %d: simplify the pattern: %w", pattern, n, MaxGlobAlternatives, ErrInvalidPath)
+		return nil, fmt.Errorf("glob %s: its {a,b} groups make %d combinations, more than %d: simplify the pattern: %w", pattern, n, MaxGlobAlternatives, sandbox.ErrInvalidPath)
 	}
 	out := []string{}
 	seen := map[string]bool{}
@@ -34,8 +35,8 @@ func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]s
 		if err != nil || fi.IsDir() != dirsOnly {
 			return nil
 		}
-		if len(out) == MaxGlobResults {
-			return fmt.Errorf("glob %s: more than %d matches, narrow the pattern: %w", pattern, MaxGlobResults, ErrTooLarge)
+		if len(out) == sandbox.MaxGlobResults {
+			return fmt.Errorf("glob %s: more than %d matches, narrow the pattern: %w", pattern, sandbox.MaxGlobResults, sandbox.ErrTooLarge)
 		}
 		out = append(out, p)
 		return nil
@@ -43,14 +44,14 @@ func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]s
 	cfs := &ctxFS{ctx: ctx, FS: fsys, budget: MaxGlobOperations}
 	err := doublestar.GlobWalk(cfs, pattern, walk, doublestar.WithNoFollow())
 	if err == nil && cfs.over {
-		err = fmt.Errorf("glob %s: more than %d filesystem operations, narrow the pattern: %w", pattern, MaxGlobOperations, ErrTooLarge)
+		err = fmt.Errorf("glob %s: more than %d filesystem operations, narrow the pattern: %w", pattern, MaxGlobOperations, sandbox.ErrTooLarge)
 	}
 	if err == nil {
 		err = ctx.Err() // a cancelled walk with no match is still cancelled
 	}
 	if err != nil {
 		if errors.Is(err, doublestar.ErrBadPattern) {
-			return nil, fmt.Errorf("glob %s: %w", pattern, ErrInvalidPath)
+			return nil, fmt.Errorf("glob %s: %w", pattern, sandbox.ErrInvalidPath)
 		}
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (c *ctxFS) spend() error {
 	}
 	if c.budget--; c.budget < 0 {
 		c.over = true
-		return ErrTooLarge
+		return sandbox.ErrTooLarge
 	}
 	return nil
 }
