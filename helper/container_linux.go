@@ -184,7 +184,7 @@ type srvOp struct {
 
 func serveStream(in io.Reader, out io.Writer, root string, lim CommandLimits) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
-	files, err := local.New(root, local.Options{})
+	files, err := local.New(context.Background(), local.Options{Dir: root})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1

@@ -49,7 +49,7 @@ type server struct {
 // newServer opens the file tools' guard at the policy's start directory,
 // inside the finished sandbox.
 func newServer(conn *Conn, job Job) (*server, error) {
-	files, err := local.New(job.Policy.Dir, local.Options{})
+	files, err := local.New(context.Background(), local.Options{Dir: job.Policy.Dir})
 	if err != nil {
 		return nil, fmt.Errorf("the start directory: %w", err)
 	}

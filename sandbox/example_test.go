@@ -53,7 +53,7 @@ func ExampleParseEnv() {
 }
 
 func ExampleProbe() {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	defer sb.Close()
 	env := sandbox.Probe(context.Background(), sb, "python3")
 	fmt.Printf("%q %d\n", env.Error, len(env.Commands))

@@ -58,9 +58,9 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 	}
 	switch name {
 	case Virtual:
-		return virtual.New(), nil
+		return virtual.New(virtual.Options{}), nil
 	case Local:
-		return opened(local.New(cfg.Root, local.Options{Env: cfg.Env}))
+		return opened(local.New(ctx, local.Options{Dir: cfg.Root, Env: cfg.Env}))
 	case Isolated:
 		pol := policy.Default()
 		if cfg.Policy != nil {
@@ -69,9 +69,9 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 		if cfg.Env != nil {
 			pol.Env = tierkit.MergeEnv(map[string]string{"PATH": sandbox.DefaultPath}, pol.Env, cfg.Env)
 		}
-		return opened(isolated.New(ctx, pol))
+		return opened(isolated.New(ctx, isolated.Options{Policy: pol}))
 	case Container:
-		return openContainer(cfg)
+		return openContainer(ctx, cfg)
 	}
 	if st := Check(name); !st.Supported {
 		return nil, st.err
@@ -151,7 +151,7 @@ func Known(name string) bool { return slices.Contains(Names, name) }
 
 // openContainer builds the container tier's options (the policy mapped
 // onto them when given) and reports what the runtime cannot enforce.
-func openContainer(cfg Config) (sandbox.Sandbox, error) {
+func openContainer(ctx context.Context, cfg Config) (sandbox.Sandbox, error) {
 	if cfg.Container == nil || cfg.Container.Image == "" {
 		return nil, fmt.Errorf("%w: the container tier needs an image (--image IMAGE); there is no default", sandbox.ErrConfig)
 	}
@@ -166,7 +166,7 @@ func openContainer(cfg Config) (sandbox.Sandbox, error) {
 	if cfg.Env != nil {
 		o.Env = tierkit.MergeEnv(o.Env, cfg.Env)
 	}
-	sb, err := container.New(o)
+	sb, err := container.New(ctx, o)
 	if err != nil {
 		return nil, err // not sb: a nil *container.Sandbox is no nil sandbox.Sandbox
 	}

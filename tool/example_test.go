@@ -13,7 +13,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	gate, _ := permission.New(permission.Config{Mode: permission.Auto})
-	ts, _ := tool.New(tool.Options{Sandbox: virtual.New(), Gate: gate})
+	ts, _ := tool.New(tool.Options{Sandbox: virtual.New(virtual.Options{}), Gate: gate})
 	var names []string
 	for _, t := range ts.Tools() {
 		names = append(names, t.Name)

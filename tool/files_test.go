@@ -72,7 +72,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // from any MCP client would end "hutch mcp").
 // Origin: security review.
 func TestReadFileHugeLimitDoesNotPanic(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	if err := sb.Write(context.Background(), "a.txt", []byte("1\n2\n3\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestReadFileHugeLimitDoesNotPanic(t *testing.T) {
 // Origin: security review.
 func TestReadFileOfBigFileAllocatesLittle(t *testing.T) {
 	dir := t.TempDir()
-	lsb, err := local.New(dir, local.Options{})
+	lsb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestReadFileOfBigFileAllocatesLittle(t *testing.T) {
 // every mode.
 // Origin: security review.
 func TestReadFileWindowOfManyLinesAllocatesLittle(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	if err := sb.Write(context.Background(), "lines.txt", []byte(strings.Repeat("\n", 8<<20))); err != nil {
 		t.Fatal(err)
 	}
@@ -150,12 +150,12 @@ func TestReadFileWindowOfBigFileAllocatesLittle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "big.txt"), content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lsb, err := local.New(dir, local.Options{})
+	lsb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lsb.Close() })
-	vsb := virtual.New()
+	vsb := virtual.New(virtual.Options{})
 	t.Cleanup(func() { _ = vsb.Close() })
 	if err := vsb.Write(bg, "big.txt", content); err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestWriteGuard(t *testing.T) {
 	wantOK(t, call(t, ts, "write_file", map[string]any{"path": "empty.txt", "content": ""}))
 
 	// The virtual tier has no guard: nothing else can change its files.
-	vts := toolset(t, virtual.New(), permission.Config{Mode: permission.Auto})
+	vts := toolset(t, virtual.New(virtual.Options{}), permission.Config{Mode: permission.Auto})
 	wantOK(t, call(t, vts, "write_file", map[string]any{"path": "v.txt", "content": "1"}))
 	other := toolset(t, vts.Sandbox(), permission.Config{Mode: permission.Auto}) // another session, same sandbox
 	wantOK(t, call(t, other, "write_file", map[string]any{"path": "v.txt", "content": "2"}))
@@ -248,7 +248,7 @@ func (n noShell) Supports(c sandbox.Feature) bool {
 // Origin: security review.
 func TestWriteGuardOnLocalWithoutShell(t *testing.T) {
 	dir := t.TempDir()
-	lsb, err := local.New(dir, local.Options{})
+	lsb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestEditFile(t *testing.T) {
 // as too large without allocating the 280 MB result.
 // Origin: security review.
 func TestEditFileChecksSizeBeforeBuilding(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	if err := sb.Write(context.Background(), "f.txt", []byte(strings.Repeat("a", 140_000))); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestGlobTool(t *testing.T) {
 // (90000 names in one message ended the session).
 // Origin: review 15c.
 func TestGlobAnswerIsBounded(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	const n = 3000
 	name := strings.Repeat("x", 60)
 	for i := range n {

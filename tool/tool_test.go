@@ -33,7 +33,7 @@ func newGate(t *testing.T, cfg permission.Config) *permission.Gate {
 func localSB(t *testing.T) (*local.Sandbox, string) {
 	t.Helper()
 	dir := t.TempDir()
-	sb, err := local.New(dir, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func names(ts *tool.Toolset) []string {
 
 func TestOffering(t *testing.T) {
 	lsb, _ := localSB(t)
-	vsb := virtual.New()
+	vsb := virtual.New(virtual.Options{})
 	yes := func(context.Context, permission.Request) (bool, error) { return true, nil }
 	fetcher, err := tool.NewFetcher(tool.FetchPolicy{Allow: []string{"example.com"}})
 	if err != nil {
@@ -336,7 +336,7 @@ func TestContainerScopeNamesTheWorkspace(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	mk := func(o container.Options) string {
 		o.Program, o.NoHelper = "/bin/true", true // New starts nothing
-		sb, err := container.New(o)
+		sb, err := container.New(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +367,7 @@ func TestApprovalBoundToRootAndDecodedArgs(t *testing.T) {
 	}
 	g := newGate(t, permission.Config{Mode: permission.Approve, Store: store})
 	ts := func(dir string) *tool.Toolset {
-		sb, err := local.New(dir, local.Options{})
+		sb, err := local.New(context.Background(), local.Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +428,7 @@ func TestApprovalNotForgedByKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	ts := toolsetWith(t, tool.Options{Sandbox: sb}, permission.Config{Mode: permission.Approve, Store: store})
 
 	shown := `{"Path":"secret.txt","path":"notes.txt","content":"pwned"}`
@@ -463,7 +463,7 @@ func TestApprovalBoundToSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := permission.Config{Mode: permission.Approve, Store: store}
-	sbA, sbB := virtual.New(), virtual.New()
+	sbA, sbB := virtual.New(virtual.Options{}), virtual.New(virtual.Options{})
 	tsA := toolsetWith(t, tool.Options{Sandbox: sbA}, cfg)
 	tsB := toolsetWith(t, tool.Options{Sandbox: sbB}, cfg)
 	args := `{"path":"deploy.txt","content":"x"}`

@@ -35,7 +35,7 @@ func TestWebTools(t *testing.T) {
 	fetcher, err := tool.NewFetcher(tool.FetchPolicy{Allow: []string{host}})
 	must(t, err)
 	gate := newGate(t, permission.Config{Allow: []permission.Capability{permission.Fetch, permission.Search}})
-	ts, err := tool.New(tool.Options{Sandbox: virtual.New(), Gate: gate, Fetcher: fetcher, Search: tool.SearXNG{BaseURL: srv.URL}})
+	ts, err := tool.New(tool.Options{Sandbox: virtual.New(virtual.Options{}), Gate: gate, Fetcher: fetcher, Search: tool.SearXNG{BaseURL: srv.URL}})
 	must(t, err)
 
 	out := call(t, ts, "fetch", map[string]any{"url": srv.URL + "/page"})
@@ -61,12 +61,12 @@ func TestWebTools(t *testing.T) {
 	if out.IsError || len(s.Results) != 1 || s.Results[0].Title != "T go sandboxes" {
 		t.Errorf("search: %s", out.Text)
 	}
-	bad, err := tool.New(tool.Options{Sandbox: virtual.New(), Gate: gate, Search: tool.SearXNG{BaseURL: "http://127.0.0.1:1/" + url.PathEscape("x")}})
+	bad, err := tool.New(tool.Options{Sandbox: virtual.New(virtual.Options{}), Gate: gate, Search: tool.SearXNG{BaseURL: "http://127.0.0.1:1/" + url.PathEscape("x")}})
 	must(t, err)
 	wantErrText(t, call(t, bad, "web_search", map[string]any{"query": "q"}), "search failed: ")
 
 	// Without the capability the tools are not offered, and not callable.
-	ro, err := tool.New(tool.Options{Sandbox: virtual.New(), Gate: newGate(t, permission.Config{}), Fetcher: fetcher})
+	ro, err := tool.New(tool.Options{Sandbox: virtual.New(virtual.Options{}), Gate: newGate(t, permission.Config{}), Fetcher: fetcher})
 	must(t, err)
 	wantErrText(t, call(t, ro, "fetch", map[string]any{"url": srv.URL}), "unknown tool")
 }
@@ -87,7 +87,7 @@ func TestFetchTruncatedUTF8IsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := toolsetWith(t, tool.Options{Sandbox: virtual.New(), Fetcher: f}, permission.Config{Mode: permission.Auto})
+	ts := toolsetWith(t, tool.Options{Sandbox: virtual.New(virtual.Options{}), Fetcher: f}, permission.Config{Mode: permission.Auto})
 	raw, _ := json.Marshal(map[string]string{"url": srv.URL + "/"})
 	out, err := callRaw(t, ts, "fetch", string(raw))
 	if err != nil || out.IsError {

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -252,7 +253,7 @@ func TestConfigErrors(t *testing.T) {
 			if c.o.Program == "" && c.o.Runtime != Apple {
 				c.o.Program = "true" // any program in PATH
 			}
-			sb, err := New(c.o)
+			sb, err := New(context.Background(), c.o)
 			if err == nil {
 				sb.Close()
 				t.Fatalf("New(%+v) succeeded", c.o)
@@ -266,7 +267,7 @@ func TestConfigErrors(t *testing.T) {
 
 // New starts nothing: a sandbox that is never used runs no program.
 func TestNewIsLazy(t *testing.T) {
-	sb, err := New(Options{Image: "i", Program: "false"})
+	sb, err := New(context.Background(), Options{Image: "i", Program: "false"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestNewIsLazy(t *testing.T) {
 }
 
 func TestInstructions(t *testing.T) {
-	sb, err := New(Options{Image: "busybox", Program: "true", Binds: []Bind{{Source: "/data", Target: "/data"}}})
+	sb, err := New(context.Background(), Options{Image: "busybox", Program: "true", Binds: []Bind{{Source: "/data", Target: "/data"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

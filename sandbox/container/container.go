@@ -141,7 +141,8 @@ var _ sandbox.Sandbox = (*Sandbox)(nil)
 // nothing (the container starts on first use). Errors match
 // sandbox.ErrConfig, one line each: no image, an unknown runtime, the
 // runtime's program not in PATH, reconnect on Apple, a malformed field.
-func New(opts Options) (*Sandbox, error) {
+// ctx is there for the shape every tier shares: New does not block.
+func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 // here) and the image; without them it says so and stops.
 func Example() {
 	ctx := context.Background()
-	sb, err := container.New(container.Options{Image: "hutch-test-busybox:latest"})
+	sb, err := container.New(context.Background(), container.Options{Image: "hutch-test-busybox:latest"})
 	if err != nil {
 		fmt.Println("not available:", err) // no image given, docker not installed...
 		return

@@ -1,6 +1,7 @@
 package container_test
 
 import (
+	"context"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -131,7 +132,7 @@ func TestGCRemovesOnlyOrphans(t *testing.T) {
 			// The next start of a sandbox sweeps an orphan too.
 			orphan := labelled(t, rt, hutch(goneOwner(t))...)
 			o := container.Options{Image: testImage, Runtime: rt, Helper: staticHelper(t)}
-			sb, err := container.New(o)
+			sb, err := container.New(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)
 			}

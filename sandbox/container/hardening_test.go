@@ -363,7 +363,7 @@ func TestReconnect(t *testing.T) {
 	foreign := docker(t, "run", "-d", "--name", other, "--label", container.LabelID+"="+other,
 		"--label", container.LabelRuntime+"=podman", "--entrypoint", "/bin/sh", testImage, "-c", "sleep 600")
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", foreign).Run() })
-	sb5, err := container.New(container.Options{Image: testImage, Name: other, Reconnect: true, Helper: staticHelper(t)})
+	sb5, err := container.New(context.Background(), container.Options{Image: testImage, Name: other, Reconnect: true, Helper: staticHelper(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +509,7 @@ func podmanSB(t *testing.T, o container.Options) *container.Sandbox {
 	t.Helper()
 	needPodman(t)
 	o.Image, o.Runtime, o.Helper = testImage, container.Podman, staticHelper(t)
-	sb, err := container.New(o)
+	sb, err := container.New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func newSB(t testing.TB, o container.Options) *container.Sandbox {
 	if o.Helper == "" && !o.NoHelper {
 		o.Helper = staticHelper(t)
 	}
-	sb, err := container.New(o)
+	sb, err := container.New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

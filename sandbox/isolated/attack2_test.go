@@ -29,7 +29,7 @@ import (
 // a2Session opens a sandbox session on pol, closed at cleanup.
 func a2Session(t *testing.T, pol policy.Policy) *isolated.Sandbox {
 	t.Helper()
-	sb, err := isolated.New(bg, pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,7 +707,7 @@ func TestAttack2ProxyFormsFromInside(t *testing.T) {
 	a := a2Serve(t, "127.0.0.2", "A", nil)
 	b := a2Serve(t, "127.0.0.3", "B", &bConns)
 	res := hostsResolver{"allowed.test": "127.0.0.2", "other.test": "127.0.0.3"}
-	sb, err := isolated.NewWithOptions(bg, e.pol.Extend(policy.Policy{Hosts: []string{"allowed.test", "127.0.0.2"}}), isolated.Options{Resolver: res})
+	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol.Extend(policy.Policy{Hosts: []string{"allowed.test", "127.0.0.2"}}), Resolver: res})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func BenchmarkForkExec(b *testing.B) {
 // BenchmarkWarmExec runs /bin/true in an existing sandbox: the setup is
 // paid once; each run still gets its own PID namespace and confinement.
 func BenchmarkWarmExec(b *testing.B) {
-	sb, err := isolated.New(bg, policy.Default())
+	sb, err := isolated.New(bg, isolated.Options{Policy: policy.Default()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func BenchmarkOneShot(b *testing.B) {
 
 // BenchmarkWarmRead reads a file through an existing sandbox.
 func BenchmarkWarmRead(b *testing.B) {
-	sb, err := isolated.New(bg, policy.Default())
+	sb, err := isolated.New(bg, isolated.Options{Policy: policy.Default()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func BenchmarkNetworkProxy(b *testing.B) {
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	sb, err := isolated.New(bg, policy.Default().Extend(policy.Policy{Hosts: []string{"127.0.0.2:" + port}}))
+	sb, err := isolated.New(bg, isolated.Options{Policy: policy.Default().Extend(policy.Policy{Hosts: []string{"127.0.0.2:" + port}})})
 	if err != nil {
 		b.Fatal(err)
 	}

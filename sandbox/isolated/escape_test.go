@@ -107,7 +107,7 @@ func viaSession(ctx context.Context, pol policy.Policy, c sandbox.Command) (sand
 	if c.Dir != "" {
 		pol.Dir, c.Dir = c.Dir, ""
 	}
-	sb, err := isolated.New(ctx, pol)
+	sb, err := isolated.New(ctx, isolated.Options{Policy: pol})
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -563,7 +563,7 @@ func TestNoLeakedDescriptors(t *testing.T) {
 			}
 		}
 		check("one-shot", e.run(t, sh("ls /proc/self/fd")))
-		sb, err := isolated.New(bg, e.pol)
+		sb, err := isolated.New(bg, isolated.Options{Policy: e.pol})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -823,7 +823,7 @@ func TestNoHostDescriptorsInSandbox(t *testing.T) {
 		<-done
 	})
 	t.Run("session", func(t *testing.T) {
-		sb, err := isolated.New(bg, pol)
+		sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1250,7 +1250,7 @@ exit 3`
 // Origin: review 2.
 func TestStatusCannotBeForgedThroughProc(t *testing.T) {
 	e := newEnv(t)
-	sb, err := isolated.New(bg, e.pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1327,7 +1327,7 @@ func TestNestedBindIgnoresPlantedSymlink(t *testing.T) {
 func newWithin(pol policy.Policy, ctx context.Context, d time.Duration) (returned bool, err error) {
 	done := make(chan error, 1)
 	go func() {
-		sb, err := isolated.New(ctx, pol)
+		sb, err := isolated.New(ctx, isolated.Options{Policy: pol})
 		if sb != nil {
 			sb.Close()
 		}
@@ -1373,7 +1373,7 @@ func TestReadOnlyRootCoversSubmounts(t *testing.T) {
 	}
 	defer unix.Unmount(dir, unix.MNT_DETACH)
 	pol := policy.Default().Extend(policy.Policy{Read: []string{"/"}, Dir: dir})
-	sb, err := isolated.New(bg, pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 	if errors.Is(err, sandbox.ErrConfig) && strings.Contains(err.Error(), "whole host") {
 		return // refusing a policy that reads "/" is a fix too
 	}
@@ -1415,7 +1415,7 @@ func TestRootOwnedSecretsUnreadable(t *testing.T) {
 // init before the command has started. Origin: review 2.
 func TestExecCancelKillsCommand(t *testing.T) {
 	e := newEnv(t)
-	sb, err := isolated.New(bg, e.pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1628,7 +1628,7 @@ func TestMemoryLimitHoldsWithoutCgroups(t *testing.T) {
 	if err != nil || !strings.Contains(string(r.Stdout), "ok") {
 		t.Errorf("one-shot run of 'sleep 2' under a 64 MiB limit: %v (stdout %q)", err, r.Stdout)
 	}
-	sb, err := isolated.New(bg, pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1685,7 +1685,7 @@ func TestFileToolCannotReadDeniedFile(t *testing.T) {
 	e := newEnv(t)
 	os.WriteFile(filepath.Join(e.work, ".env"), []byte("PASSWORD"), 0o644)
 	pol := e.pol.Extend(policy.Policy{Deny: []string{filepath.Join(e.work, ".env")}})
-	sb, err := isolated.New(bg, pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func newFileSession(t *testing.T, extra policy.Policy) *fileSession {
 	pol.Dir = e.work
 	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 	defer cancel()
-	sb, err := isolated.New(ctx, pol)
+	sb, err := isolated.New(ctx, isolated.Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}

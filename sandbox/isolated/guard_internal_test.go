@@ -22,7 +22,7 @@ func TestHostGuardOnSilentInit(t *testing.T) {
 	}
 	defer func(g time.Duration) { hostGrace = g }(hostGrace)
 	hostGrace = 300 * time.Millisecond
-	sb, err := New(context.Background(), policy.Default())
+	sb, err := New(context.Background(), Options{Policy: policy.Default()})
 	if err != nil {
 		t.Fatal(err)
 	}

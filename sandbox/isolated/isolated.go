@@ -65,7 +65,7 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 		return runOnce(ctx, pol, cmd)
 	}
 	// An allow-list needs the init's bridge to the proxy: a session.
-	sb, err := New(ctx, pol)
+	sb, err := New(ctx, Options{Policy: pol})
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -233,25 +233,25 @@ type Sandbox struct {
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
 
-// New builds a sandbox from pol (normalized against the current
-// directory) and keeps it running until Close. Errors match
-// sandbox.ErrConfig (a bad policy, helper.Main not called) or
-// sandbox.ErrUnsupported (the host cannot isolate: the error says what is
-// missing and how to fix it).
-func New(ctx context.Context, pol policy.Policy) (*Sandbox, error) {
-	return NewWithOptions(ctx, pol, Options{})
-}
-
-// Options are the settings of a sandbox beyond its policy.
+// Options are the settings of an isolated sandbox.
 type Options struct {
+	// Policy is what commands may read, write, run and reach, and their
+	// limits; it is normalized against the current directory. The zero
+	// Policy reads nothing: start from policy.Default().
+	Policy policy.Policy
+
 	// Resolver resolves the names commands ask the network proxy for,
 	// when the policy's network is an allow-list; nil means the host's
 	// resolver (so /etc/hosts counts).
 	Resolver netproxy.Resolver
 }
 
-// NewWithOptions is New with options.
-func NewWithOptions(ctx context.Context, pol policy.Policy, opts Options) (*Sandbox, error) {
+// New builds a sandbox from opts.Policy and keeps it running until Close.
+// Errors match sandbox.ErrConfig (a bad policy, helper.Main not called) or
+// sandbox.ErrUnsupported (the host cannot isolate: the error says what is
+// missing and how to fix it).
+func New(ctx context.Context, opts Options) (*Sandbox, error) {
+	pol := opts.Policy
 	if !helper.Ready() {
 		return nil, fmt.Errorf("%w: the isolated tier re-executes this program as its sandbox helper: call helper.Main() at the start of main (and of TestMain)", sandbox.ErrConfig)
 	}

@@ -88,7 +88,7 @@ func TestNetworkAllowList(t *testing.T) {
 			"127.0.0.2"},
 		DenyHosts: []string{"deny.wild.test"},
 	})
-	sb, err := isolated.NewWithOptions(bg, pol, isolated.Options{Resolver: res})
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol, Resolver: res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestNetworkAllowSystemResolver(t *testing.T) {
 		{[]string{"localhost:" + port, "127.0.0.1"}, true},
 		{[]string{"localhost:" + port}, false},
 	} {
-		sb, err := isolated.New(bg, e.pol.Extend(policy.Policy{Hosts: c.hosts}))
+		sb, err := isolated.New(bg, isolated.Options{Policy: e.pol.Extend(policy.Policy{Hosts: c.hosts})})
 		if err != nil {
 			t.Fatal(err)
 		}

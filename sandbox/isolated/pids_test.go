@@ -53,7 +53,7 @@ func TestProcessLimitIsTheCommands(t *testing.T) {
 			count(t, r, err, n)
 		})
 		t.Run("session/"+strconv.Itoa(n), func(t *testing.T) {
-			sb, err := isolated.New(bg, pol)
+			sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestProcessLimitIsTheCommands(t *testing.T) {
 // own stderr and exits 126; once the others end, commands run again.
 func TestNoCommandStartsInAFullGroup(t *testing.T) {
 	e := newEnv(t)
-	sb, err := isolated.New(bg, e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 4}}))
+	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 4}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestCommandsStayInCmdGroup(t *testing.T) {
 		check(t, r, err)
 	})
 	t.Run("session", func(t *testing.T) {
-		sb, err := isolated.New(bg, pol)
+		sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +260,7 @@ func TestNoCgroupLeakOnErrors(t *testing.T) {
 	pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Processes: 8}})
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	if sb, err := isolated.New(ctx, pol); err == nil {
+	if sb, err := isolated.New(ctx, isolated.Options{Policy: pol}); err == nil {
 		sb.Close()
 	}
 	if _, err := isolated.Run(ctx, pol, sandbox.Command{Shell: "true"}); err == nil {
@@ -269,7 +269,7 @@ func TestNoCgroupLeakOnErrors(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(bg, 500*time.Millisecond)
 	defer cancel2()
 	_, _ = isolated.Run(ctx2, pol, sandbox.Command{Shell: "sleep 5 & sleep 5 & wait", Timeout: 20 * time.Second})
-	sb, err := isolated.New(bg, pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}

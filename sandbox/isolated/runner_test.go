@@ -23,7 +23,7 @@ import (
 func TestRunner(t *testing.T) {
 	e := newEnv(t)
 	pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{FileSize: 1 << 20, CPUTime: 30 * time.Second}})
-	sb, err := isolated.New(bg, pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}

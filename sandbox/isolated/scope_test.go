@@ -14,7 +14,7 @@ import (
 func TestScope(t *testing.T) {
 	e := newEnv(t)
 	scope := func(p policy.Policy) string {
-		sb, err := isolated.New(bg, p)
+		sb, err := isolated.New(bg, isolated.Options{Policy: p})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -190,7 +190,7 @@ func TestSeccompRefusesI386ABI(t *testing.T) {
 // under, from the kernel (PTRACE_SECCOMP_GET_FILTER, as the host's root).
 func loadedSeccomp(t *testing.T, e *env) []bpf.Instruction {
 	t.Helper()
-	sb, err := isolated.New(bg, e.pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 	newEnv(t) // skips outside CI on hosts that cannot isolate
 	sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox {
 		dir := t.TempDir()
-		sb, err := isolated.New(context.Background(), policy.Default().Extend(policy.Policy{Write: []string{dir}}))
+		sb, err := isolated.New(context.Background(), isolated.Options{Policy: policy.Default().Extend(policy.Policy{Write: []string{dir}})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 // everything.
 func TestSession(t *testing.T) {
 	e := newEnv(t)
-	sb, err := isolated.New(bg, e.pol)
+	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func errString(err error) string {
 func TestMissingStartDir(t *testing.T) {
 	newEnv(t)
 	dir := filepath.Join(t.TempDir(), "not-there")
-	sb, err := isolated.New(bg, policy.Default().Extend(policy.Policy{Write: []string{dir}, Dir: dir}))
+	sb, err := isolated.New(bg, isolated.Options{Policy: policy.Default().Extend(policy.Policy{Write: []string{dir}, Dir: dir})})
 	if err == nil {
 		sb.Close()
 		t.Fatal("New succeeded with a missing start directory")
@@ -148,7 +148,7 @@ func TestStartDirAndWritableLinksCheckedOnTheHost(t *testing.T) {
 		pol := policy.Default().Extend(c.pol)
 		t.Run(c.name, func(t *testing.T) {
 			r, err := isolated.Run(bg, pol, sandbox.Command{Args: []string{"true"}, Timeout: 20 * time.Second})
-			sb, serr := isolated.New(bg, pol)
+			sb, serr := isolated.New(bg, isolated.Options{Policy: pol})
 			if serr == nil {
 				sb.Close()
 			}

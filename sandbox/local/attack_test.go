@@ -115,7 +115,8 @@ func newAttackEnv(t *testing.T, opts local.Options) *attackEnv {
 		return err
 	})
 	e.before = snapshotOutside(t, base, e.root)
-	sb, err := local.New(e.root, opts)
+	opts.Dir = e.root
+	sb, err := local.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1403,7 +1404,7 @@ func floodProgram([]string) {
 		fail(err)
 	}
 	defer os.RemoveAll(dir)
-	sb, err := local.New(dir, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		fail(err)
 	}

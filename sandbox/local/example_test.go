@@ -16,7 +16,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "hutch-example-")
 	defer os.RemoveAll(dir)
 
-	sb, err := local.New(dir, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -57,7 +57,7 @@ func TestExecLiveWriterErrorGivesSIGPIPE(t *testing.T) {
 	if err := local.Check(); err != nil {
 		testenv.Missing(t, "the local tier's shell: %v", err)
 	}
-	sb, err := local.New(t.TempDir(), local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestExecEscapedPipeDoesNotHang(t *testing.T) {
 		default:
 		}
 	}()
-	sb, err := local.New(dir, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

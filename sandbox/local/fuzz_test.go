@@ -35,7 +35,7 @@ func FuzzPaths(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	sb, err := local.New(root, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: root})
 	if err != nil {
 		f.Fatal(err)
 	}

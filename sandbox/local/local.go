@@ -52,6 +52,8 @@ import (
 
 // Options configure a local sandbox.
 type Options struct {
+	// Dir is the sandbox root: a directory that must exist.
+	Dir string
 	// Env is added to every command's base environment (PATH, HOME, LANG);
 	// Command.Env overrides it.
 	Env map[string]string
@@ -72,9 +74,11 @@ type Sandbox struct {
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
 
-// New opens dir (which must exist and be a directory) as a sandbox root.
+// New opens opts.Dir (which must exist and be a directory) as a sandbox
+// root. It does not block; ctx is there for the shape every tier shares.
 // Errors match sandbox.ErrConfig.
-func New(dir string, opts Options) (*Sandbox, error) {
+func New(ctx context.Context, opts Options) (*Sandbox, error) {
+	dir := opts.Dir
 	if dir == "" {
 		return nil, fmt.Errorf("%w: local sandbox needs a root directory", sandbox.ErrConfig)
 	}

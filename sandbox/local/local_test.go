@@ -28,7 +28,7 @@ func newLocal(t *testing.T) *local.Sandbox { return newLocalB(t) }
 
 func newLocalB(tb testing.TB) *local.Sandbox {
 	tb.Helper()
-	sb, err := local.New(tb.TempDir(), local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func (r *stallingReader) Read(p []byte) (int, error) {
 // no name until it is whole, so a kill leaves nothing.
 func TestWriteKilledMidwayLeavesNoTemporaryFile(t *testing.T) {
 	if dir := os.Getenv(killedWriteEnv); dir != "" {
-		sb, err := local.New(dir, local.Options{})
+		sb, err := local.New(context.Background(), local.Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestWriteSweepsOnlyItsOwnStaleTemporaryFiles(t *testing.T) {
 		}
 		keep = append(keep, other) // another user's
 	}
-	sb, err := local.New(root, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestDotDotAfterLinkIsRefused(t *testing.T) {
 	if err := os.Symlink(e.root, alias); err != nil {
 		t.Fatal(err)
 	}
-	viaAlias, err := local.New(alias, local.Options{})
+	viaAlias, err := local.New(context.Background(), local.Options{Dir: alias})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ func TestWriteENOSPCNotTorn(t *testing.T) {
 		testenv.Missing(t, "cannot mount a small tmpfs (CI runs as root and can): %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	sb, err := local.New(dir, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +572,7 @@ func TestRootRemoved(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := local.New(root, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,7 +632,7 @@ func TestReadStreamOfFileGrowingPastMaxIsTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	sb, err := local.New(dir, local.Options{})
+	sb, err := local.New(context.Background(), local.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestWriteFallsBackToANamedTemporaryFile(t *testing.T) {
 			defer func() { openTemp, linkTemp = o, l }()
 			c.set()
 			dir := t.TempDir()
-			sb, err := New(dir, Options{})
+			sb, err := New(context.Background(), Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,7 @@
 // A tier's test calls Run with a factory that returns a fresh, empty sandbox:
 //
 //	func TestConformance(t *testing.T) {
-//		sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox { return virtual.New() }, sandboxtest.Options{})
+//		sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox { return virtual.New(virtual.Options{}) }, sandboxtest.Options{})
 //	}
 package sandboxtest
 

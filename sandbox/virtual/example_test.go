@@ -11,7 +11,7 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	defer sb.Close()
 
 	_ = sb.Write(ctx, "notes/today.md", []byte("# hello\n"))

@@ -47,15 +47,22 @@ func (n *node) isDir() bool { return n.children != nil }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
 
-// New returns an empty in-memory sandbox.
-func New() *Sandbox { return NewWithMax(MaxBytes) }
+// Options are the settings of an in-memory sandbox.
+type Options struct {
+	// MaxBytes bounds the file content the sandbox holds; MaxBytes (the
+	// constant) when zero or less.
+	MaxBytes int64
+}
 
-// MaxBytes is how much file content a sandbox made by New holds at most.
+// MaxBytes is how much file content a sandbox holds when Options does not
+// say.
 const MaxBytes = 512 << 20
 
-// NewWithMax is New with room for max bytes of file content (MaxBytes when
-// max <= 0).
-func NewWithMax(max int64) *Sandbox {
+// New returns an empty in-memory sandbox. Unlike the other tiers' New it
+// takes no context and returns no error: it touches nothing outside the
+// process, so it can neither block nor fail.
+func New(opts Options) *Sandbox {
+	max := opts.MaxBytes
 	if max <= 0 {
 		max = MaxBytes
 	}

@@ -18,12 +18,12 @@ import (
 var bg = context.Background()
 
 func TestConformance(t *testing.T) {
-	sandboxtest.Run(t, func(*testing.T) sandbox.Sandbox { return virtual.New() }, sandboxtest.Options{})
+	sandboxtest.Run(t, func(*testing.T) sandbox.Sandbox { return virtual.New(virtual.Options{}) }, sandboxtest.Options{})
 }
 
 // The files' total size is bounded; overwriting a file frees what it held.
 func TestMaxBytes(t *testing.T) {
-	sb := virtual.NewWithMax(10)
+	sb := virtual.New(virtual.Options{MaxBytes: 10})
 	write := func(p string, n int) error { return sb.Write(context.Background(), p, make([]byte, n)) }
 	if err := write("a", 6); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestReadStatAfterCloseOrCancel(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sb := virtual.New()
+			sb := virtual.New(virtual.Options{})
 			if err := sb.Write(bg, "f.txt", []byte("data")); err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestReadStatAfterCloseOrCancel(t *testing.T) {
 // check), so an agent can discover every file it can read.
 // Origin: review 7.
 func TestGlobListsNonUTF8Names(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	names := []string{"\xff\xfe.txt", "bad\x80name", "dir\xc3/f.txt", "ok.txt"}
 	for _, n := range names {
 		if err := sb.Write(bg, n, []byte("x")); err != nil {
@@ -134,7 +134,7 @@ func TestGlobListsNonUTF8Names(t *testing.T) {
 // escape.
 // Origin: review 7.
 func TestDotDotAboveAbsoluteRoot(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	if err := sb.Write(bg, "x", []byte("X")); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestDotDotAboveAbsoluteRoot(t *testing.T) {
 // if any, is typed (never a panic).
 // Origin: review 7.
 func TestGlobBraceEscape(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	for _, f := range []string{"a/secret.txt", "secret.txt"} {
 		if err := sb.Write(bg, f, []byte("S")); err != nil {
 			t.Fatal(err)
@@ -181,7 +181,7 @@ func TestGlobBraceEscape(t *testing.T) {
 // is ErrClosed (never a panic on the nil map).
 // Origin: review 7.
 func TestConcurrentOperationsAndClose(t *testing.T) {
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	payload := func(w int) []byte { return []byte(strings.Repeat(string(rune('a'+w)), 1000+w)) }
 	var wg sync.WaitGroup
 	stop := time.Now().Add(700 * time.Millisecond)
@@ -238,7 +238,7 @@ func TestTotalMemoryIsBounded(t *testing.T) {
 		t.Skip("allocates ~0.7 GiB")
 	}
 	const budget = 512 << 20 // what this test accepts as a ceiling (2 x MaxFileSize)
-	sb := virtual.New()
+	sb := virtual.New(virtual.Options{})
 	defer sb.Close()
 	chunk := make([]byte, 128<<20)
 	total := 0
