@@ -1,24 +1,3 @@
-// Package permission is hutch's gate: it decides what an agent's tools may
-// do, independently of where they act (package sandbox).
-//
-// A Gate has a mode:
-//
-//   - ReadOnly (the default): read and glob are allowed; every other
-//     capability is denied.
-//   - Auto: everything is allowed.
-//   - Ask: each privileged action is put to an Asker (a callback); an
-//     optional AskWhen predicate narrows which actions ask, the rest being
-//     allowed without asking. No Asker means deny.
-//   - Approve: an undecided action becomes a pending request stored durably
-//     (see Store); a human approves or denies it later; an approval covers
-//     exactly one future call with the same capability, tool and
-//     arguments, once.
-//
-// An allow list adds capabilities in every mode. Unknown capabilities are
-// denied in every mode but Auto (fail closed). A denial is an ordinary
-// Decision the agent sees; only "approval required" is an error
-// (*ApprovalRequiredError), so a caller can suspend and resume. Every
-// decision can be appended to an audit log (see AuditLog).
 package permission
 
 import (

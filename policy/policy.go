@@ -1,10 +1,3 @@
-// Package policy declares what a sandboxed command may do: which host paths
-// it reads and writes, which are denied, whether it has network, where it
-// starts, how long it runs, which limits and priority apply, and its exact
-// environment. Policies are built in code, from command-line flags or from a
-// strict YAML file, and compose: a wider policy extends a narrower one.
-//
-// A policy only declares; package sandbox/isolated enforces it.
 package policy
 
 import (

@@ -1,19 +1,3 @@
-// Package sandbox defines the contract every hutch tier implements: where an
-// agent's tools read, write, glob, stat and execute.
-//
-// The contract is the same on every tier (virtual, local, and the tiers that
-// follow); the conformance suite in package sandboxtest proves it for each.
-//
-//   - Paths are relative to the sandbox root; absolute paths inside the root
-//     are accepted. Anything that resolves outside the root — "..", an
-//     absolute path elsewhere, a symbolic link pointing out at any depth — is
-//     an error matching ErrEscape, and nothing is touched.
-//   - Glob supports "**", returns root-relative slash-separated paths,
-//     sorted, without duplicates (see Glob for the directory rule).
-//   - Write creates missing parent directories and never leaves a torn file.
-//   - Exec returns the exit code, both output streams (bounded in memory) and
-//     why the command stopped. A timeout kills every process it started.
-//   - A capability the tier lacks is an error matching ErrUnsupported.
 package sandbox
 
 import (

@@ -1,12 +1,3 @@
-// Package tool holds the agent tools hutch offers — read_file, write_file,
-// edit_file, glob, shell, fetch and web_search — each of which asks the
-// permission gate first and then acts through the sandbox.
-//
-// Tools never fail the agent loop: escapes, missing files, timeouts and
-// denials come back as an Output with IsError set and a clear message. The
-// one exception is a call waiting for a human in approve mode, which
-// returns an error matching permission.ErrApprovalRequired so the caller
-// can suspend and resume.
 package tool
 
 import (

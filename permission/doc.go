@@ -1,0 +1,41 @@
+// Package permission is hutch's gate: it decides what an agent's tools may
+// do, independently of where they act (package sandbox). A tool asks its
+// [Gate] before it acts, with a [Request] naming the [Capability] (read,
+// glob, write, shell, fetch, search), the tool and the arguments; the
+// [Decision] says whether it may.
+//
+// # Modes
+//
+// A Gate has a [Mode]:
+//
+//   - [ReadOnly] (the default): read and glob are allowed; every other
+//     capability is denied.
+//   - [Auto]: everything is allowed.
+//   - [Ask]: each privileged action is put to an [Asker] (a callback); an
+//     optional AskWhen predicate ([Config]) narrows which actions ask, the
+//     rest being allowed without asking. No Asker means deny.
+//   - [Approve]: an undecided action becomes a pending request stored
+//     durably in a [Store]; a human approves or denies it later; an
+//     approval covers exactly one future call with the same capability,
+//     tool and arguments, once.
+//
+// An allow list adds capabilities in every mode. Unknown capabilities are
+// denied in every mode but Auto (fail closed).
+//
+// # Errors
+//
+// A denial is an ordinary Decision the agent sees; only "approval
+// required" is an error ([*ApprovalRequiredError], matching
+// [ErrApprovalRequired]), so a caller can suspend and resume. A setting
+// that cannot be used — an unknown mode, a damaged or locked store, an
+// audit log open to others — is an error matching [ErrConfig] (and
+// [ErrStoreDamaged] or [ErrStoreLocked] for the store), one line naming
+// the file and the fix.
+//
+// # Store and audit log
+//
+// The [Store] is one SQLite file, opened for each operation and closed
+// after it, so several processes can share it and a file moved aside is
+// never written again. Every decision can be appended to an [AuditLog], a
+// JSON-lines file only this user can read.
+package permission
