@@ -3,6 +3,8 @@ package helper
 import (
 	"os"
 	"sync"
+
+	"github.com/hutchsandbox/hutch/internal/wire"
 )
 
 // The commands' control group holds the policy's process limit, so that
@@ -85,7 +87,7 @@ var inheritedGroup = sync.OnceValue(func() [2]*os.File {
 
 // groupExtraFiles hands a child helper (runner, exec helper) this helper's
 // group files, when the job has a command group (see CommandGroup.ExtraFiles).
-func groupExtraFiles(job Job, extra []*os.File) []*os.File {
+func groupExtraFiles(job wire.Job, extra []*os.File) []*os.File {
 	if !job.CmdGroup {
 		return extra
 	}

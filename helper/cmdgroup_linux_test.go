@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/wire"
 )
 
 func init() {
@@ -92,7 +93,7 @@ func threadedGroupProgram(args []string) int {
 	}
 	runtime.LockOSThread()
 	base := "0::/" + filepath.Base(dir)
-	job := Job{Argv: []string{"cat", "/proc/self/cgroup"}, Dir: "/", Env: []string{}, CmdGroup: true}
+	job := wire.Job{Argv: []string{"cat", "/proc/self/cgroup"}, Dir: "/", Env: []string{}, CmdGroup: true}
 	try := func(name string) bool {
 		r, w, err := os.Pipe()
 		if err != nil {

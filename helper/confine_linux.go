@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -22,7 +23,7 @@ import (
 // a Landlock ruleset (with no_new_privs), every capability dropped, the
 // seccomp filter. They bind the calling thread and what it starts; the
 // program runs inside the sandbox's root (the paths are the sandbox's).
-func confineOps(b *builder, job Job) error {
+func confineOps(b *builder, job wire.Job) error {
 	b.limits(job)
 	if n := job.Policy.Nice; n > 0 {
 		b.call("nice", unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, uintptr(n))
@@ -35,8 +36,8 @@ func confineOps(b *builder, job Job) error {
 }
 
 // limits appends the policy's resource limits that rlimits enforce.
-func (b *builder) limits(job Job) {
-	for _, r := range append(rlimits(job.Policy.Limits, job.PidsByCgroup), job.Quotas.rlimits()...) {
+func (b *builder) limits(job wire.Job) {
+	for _, r := range append(rlimits(job.Policy.Limits, job.PidsByCgroup), quotaRlimits(job.Quotas)...) {
 		b.call(r.name+" limit", unix.SYS_PRLIMIT64, 0, uintptr(r.resource), ptr(b, &unix.Rlimit{Cur: r.cur, Max: r.max}), 0)
 	}
 }
@@ -127,7 +128,7 @@ const readRights = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.Access
 // process.
 var landlockABI = sync.OnceValues(llsys.LandlockGetABIVersion)
 
-func (b *builder) landlock(job Job) {
+func (b *builder) landlock(job wire.Job) {
 	p := job.Policy
 	abi, err := landlockABI()
 	if err != nil || abi < 1 {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 )
@@ -155,7 +156,7 @@ func containerInit(untilEOF bool, ready string) int {
 // local-tier guard rooted at the working directory, inside the container,
 // so symbolic links are resolved where they live; commands go to reapers.
 type streamServer struct {
-	fw    *FrameWriter
+	fw    *wire.FrameWriter
 	files *local.Sandbox
 	base  map[string]string // PATH, HOME, LANG as the container gives them
 	// limits are the container's own cgroup counters, read around each
@@ -172,12 +173,12 @@ type streamServer struct {
 
 // srvOp is one operation in progress.
 type srvOp struct {
-	req    StreamRequest
+	req    wire.StreamRequest
 	data   []byte // write: content received so far
 	sealed bool   // write: its close came; the content is being written
 	// exec only:
-	stdin          *Inbox
-	stdout, stderr *Window
+	stdin          *wire.Inbox
+	stdout, stderr *wire.Window
 	cancel         chan struct{}
 	cancelOnce     sync.Once
 }
@@ -189,13 +190,13 @@ func serveStream(in io.Reader, out io.Writer, root string, lim CommandLimits) in
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
-	s := &streamServer{fw: NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
+	s := &streamServer{fw: wire.NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
 	defer s.shutdown()
 	go s.prewarm()
-	if err := s.fw.WriteJSON(FrameHello, 0, Hello{Version: StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
+	if err := s.fw.WriteJSON(wire.FrameHello, 0, wire.Hello{Version: wire.StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
 		return 1
 	}
-	fr := NewFrameReader(in)
+	fr := wire.NewFrameReader(in)
 	for {
 		f, err := fr.ReadFrame()
 		if err == io.EOF {
@@ -232,64 +233,64 @@ func (s *streamServer) op(id uint64) *srvOp {
 
 // dispatch handles one frame from the host. Frames for an operation that
 // has already ended are dropped (they crossed its response).
-func (s *streamServer) dispatch(f Frame) error {
+func (s *streamServer) dispatch(f wire.Frame) error {
 	switch f.Type {
-	case FrameRequest:
+	case wire.FrameRequest:
 		return s.request(f)
-	case FrameData:
+	case wire.FrameData:
 		op := s.op(f.ID)
 		if op == nil {
 			return nil
 		}
 		if op.req.Op != "write" || op.sealed || int64(len(op.data)+len(f.Payload)) > op.req.Size {
-			return protoErr("unexpected data for operation %d", f.ID)
+			return wire.ProtoErr("unexpected data for operation %d", f.ID)
 		}
 		op.data = append(op.data, f.Payload...)
-	case FrameClose:
+	case wire.FrameClose:
 		op := s.op(f.ID)
 		if op == nil {
 			return nil
 		}
 		switch {
-		case FrameType(f.Payload[0]) == FrameData && op.req.Op == "write" && !op.sealed && int64(len(op.data)) == op.req.Size:
+		case wire.FrameType(f.Payload[0]) == wire.FrameData && op.req.Op == "write" && !op.sealed && int64(len(op.data)) == op.req.Size:
 			op.sealed = true // the content is complete: nothing may follow
 			go s.finish(f.ID, s.write(op))
-		case FrameType(f.Payload[0]) == FrameStdin && op.stdin != nil:
+		case wire.FrameType(f.Payload[0]) == wire.FrameStdin && op.stdin != nil:
 			op.stdin.End()
 		default:
-			return protoErr("unexpected close for operation %d", f.ID)
+			return wire.ProtoErr("unexpected close for operation %d", f.ID)
 		}
-	case FrameStdin:
+	case wire.FrameStdin:
 		if op := s.op(f.ID); op != nil {
 			if op.stdin == nil {
-				return protoErr("stdin for operation %d, which takes none", f.ID)
+				return wire.ProtoErr("stdin for operation %d, which takes none", f.ID)
 			}
 			return op.stdin.Put(f.Payload)
 		}
-	case FrameCredit:
+	case wire.FrameCredit:
 		if op := s.op(f.ID); op != nil && op.stdout != nil {
-			stream, n := Credit(f)
+			stream, n := wire.Credit(f)
 			switch stream {
-			case FrameStdout:
+			case wire.FrameStdout:
 				return op.stdout.Add(n)
-			case FrameStderr:
+			case wire.FrameStderr:
 				return op.stderr.Add(n)
 			}
-			return protoErr("credit for %v from the host", stream)
+			return wire.ProtoErr("credit for %v from the host", stream)
 		}
-	case FrameCancel:
+	case wire.FrameCancel:
 		if op := s.op(f.ID); op != nil && op.cancel != nil {
 			op.cancelOnce.Do(func() { close(op.cancel) })
 		}
 	default:
-		return protoErr("%v frame from the host", f.Type)
+		return wire.ProtoErr("%v frame from the host", f.Type)
 	}
 	return nil
 }
 
-func (s *streamServer) request(f Frame) error {
-	var req StreamRequest
-	if err := DecodeJSON(f.Payload, &req); err != nil {
+func (s *streamServer) request(f wire.Frame) error {
+	var req wire.StreamRequest
+	if err := wire.DecodeJSON(f.Payload, &req); err != nil {
 		return err
 	}
 	op := &srvOp{req: req}
@@ -297,21 +298,21 @@ func (s *streamServer) request(f Frame) error {
 	case "read", "stat", "glob":
 	case "write":
 		if req.Size < 0 || req.Size > sandbox.MaxFileSize {
-			return protoErr("write of %d bytes", req.Size)
+			return wire.ProtoErr("write of %d bytes", req.Size)
 		}
 		op.data = make([]byte, 0, req.Size)
 	case "exec":
-		op.stdout, op.stderr, op.cancel = NewWindow(), NewWindow(), make(chan struct{})
+		op.stdout, op.stderr, op.cancel = wire.NewWindow(), wire.NewWindow(), make(chan struct{})
 		if req.Stdin {
-			op.stdin = NewInbox()
+			op.stdin = wire.NewInbox()
 		}
 	default:
-		return protoErr("unknown operation %q", req.Op)
+		return wire.ProtoErr("unknown operation %q", req.Op)
 	}
 	s.mu.Lock()
 	if s.ops[f.ID] != nil {
 		s.mu.Unlock()
-		return protoErr("operation id %d is in use", f.ID)
+		return wire.ProtoErr("operation id %d is in use", f.ID)
 	}
 	s.ops[f.ID] = op
 	s.mu.Unlock()
@@ -321,7 +322,7 @@ func (s *streamServer) request(f Frame) error {
 	case "stat":
 		go func() {
 			fi, err := s.files.Stat(context.Background(), string(req.Path))
-			s.finish(f.ID, StreamResponse{Info: &fi, Err: ToWire(err)})
+			s.finish(f.ID, wire.StreamResponse{Info: &fi, Err: wire.ToWire(err)})
 		}()
 	case "glob":
 		go s.finish(f.ID, s.glob(f.ID, op))
@@ -338,46 +339,46 @@ func (s *streamServer) request(f Frame) error {
 
 // finish sends an operation's response and forgets the operation. An
 // error response carries no file information.
-func (s *streamServer) finish(id uint64, res StreamResponse) {
+func (s *streamServer) finish(id uint64, res wire.StreamResponse) {
 	if res.Err != nil {
 		res.Info = nil
 	}
 	s.mu.Lock()
 	delete(s.ops, id)
 	s.mu.Unlock()
-	_ = s.fw.WriteJSON(FrameResponse, id, res)
+	_ = s.fw.WriteJSON(wire.FrameResponse, id, res)
 }
 
-func (s *streamServer) read(id uint64, op *srvOp) StreamResponse {
+func (s *streamServer) read(id uint64, op *srvOp) wire.StreamResponse {
 	data, fi, err := s.files.ReadStat(context.Background(), string(op.req.Path), op.req.Max)
 	if err != nil {
-		return StreamResponse{Err: ToWire(err)}
+		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
-	if err := s.fw.WriteData(FrameData, id, data, MaxFramePayload, false); err != nil {
-		return StreamResponse{Err: ToWire(err)}
+	if err := s.fw.WriteData(wire.FrameData, id, data, wire.MaxFramePayload, false); err != nil {
+		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
-	return StreamResponse{Info: &fi, Size: int64(len(data))}
+	return wire.StreamResponse{Info: &fi, Size: int64(len(data))}
 }
 
-func (s *streamServer) write(op *srvOp) StreamResponse {
-	return StreamResponse{Err: ToWire(s.files.Write(context.Background(), string(op.req.Path), op.data))}
+func (s *streamServer) write(op *srvOp) wire.StreamResponse {
+	return wire.StreamResponse{Err: wire.ToWire(s.files.Write(context.Background(), string(op.req.Path), op.data))}
 }
 
-func (s *streamServer) glob(id uint64, op *srvOp) StreamResponse {
+func (s *streamServer) glob(id uint64, op *srvOp) wire.StreamResponse {
 	files, err := s.files.Glob(context.Background(), string(op.req.Pattern))
 	if err != nil {
-		return StreamResponse{Err: ToWire(err)}
+		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
-	b := JoinNames(files)
-	if err := s.fw.WriteData(FrameData, id, b, MaxFramePayload, false); err != nil {
-		return StreamResponse{Err: ToWire(err)}
+	b := wire.JoinNames(files)
+	if err := s.fw.WriteData(wire.FrameData, id, b, wire.MaxFramePayload, false); err != nil {
+		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
-	return StreamResponse{Size: int64(len(b))}
+	return wire.StreamResponse{Size: int64(len(b))}
 }
 
 // exec runs one command through an idle reaper and streams its output.
 // The response goes out only after every output frame.
-func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
+func (s *streamServer) exec(id uint64, op *srvOp) wire.StreamResponse {
 	defer func() {
 		op.stdout.Close()
 		op.stderr.Close()
@@ -387,25 +388,25 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 	}()
 	job, err := s.execJob(op.req)
 	if err != nil {
-		return StreamResponse{Err: ToWire(err)}
+		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
 	r, err := s.takeReaper()
 	if err != nil {
-		return StreamResponse{Err: ToWire(err)}
+		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
 	var pipes [3][2]*os.File // stdin, stdout, stderr: [read, write]
 	for i := range pipes {
 		rd, wr, err := os.Pipe()
 		if err != nil {
 			r.discard()
-			return StreamResponse{Err: ToWire(err)}
+			return wire.StreamResponse{Err: wire.ToWire(err)}
 		}
 		defer rd.Close()
 		defer wr.Close()
 		pipes[i] = [2]*os.File{rd, wr}
 	}
 	before := s.limits.Counts()
-	err = r.conn.Send(Request{ID: id, Op: "exec", Job: job, Timeout: op.req.TimeoutMS}, pipes[0][0], pipes[1][1], pipes[2][1])
+	err = r.conn.Send(wire.Request{ID: id, Op: "exec", Job: job, Timeout: op.req.TimeoutMS}, pipes[0][0], pipes[1][1], pipes[2][1])
 	// The reaper holds its copies now: the output ends when the command's
 	// last process lets go of it.
 	pipes[0][0].Close()
@@ -413,23 +414,23 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 	pipes[2][1].Close()
 	if err != nil {
 		r.discard()
-		return StreamResponse{Err: ToWire(fmt.Errorf("starting the command: %w", err))}
+		return wire.StreamResponse{Err: wire.ToWire(fmt.Errorf("starting the command: %w", err))}
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go s.pump(&wg, id, FrameStdout, pipes[1][0], op.stdout)
-	go s.pump(&wg, id, FrameStderr, pipes[2][0], op.stderr)
+	go s.pump(&wg, id, wire.FrameStdout, pipes[1][0], op.stdout)
+	go s.pump(&wg, id, wire.FrameStderr, pipes[2][0], op.stderr)
 	go feed(s.fw, id, op.stdin, pipes[0][1])
 
 	answered := make(chan struct{})
 	go func() {
 		select {
 		case <-op.cancel:
-			_ = r.conn.Send(Request{ID: id, Op: "cancel"})
+			_ = r.conn.Send(wire.Request{ID: id, Op: "cancel"})
 		case <-answered:
 		}
 	}()
-	var res Response
+	var res wire.Response
 	_, rerr := r.conn.Recv(&res)
 	close(answered)
 	if rerr != nil {
@@ -440,7 +441,7 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 			pipes[1][0].Close()
 			pipes[2][0].Close()
 		})
-		res = Response{Status: &Status{Signal: int(syscall.SIGKILL)}}
+		res = wire.Response{Status: &wire.Status{Signal: int(syscall.SIGKILL)}}
 	} else if res.Done {
 		r.discard() // it retires (see reaperMain)
 	} else {
@@ -448,9 +449,9 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 	}
 	wg.Wait()
 	if res.Err != nil {
-		return StreamResponse{Err: res.Err}
+		return wire.StreamResponse{Err: res.Err}
 	}
-	out := StreamResponse{Status: res.Status, TimedOut: res.TimedOut}
+	out := wire.StreamResponse{Status: res.Status, TimedOut: res.TimedOut}
 	if !res.TimedOut {
 		// The counters are the container's: a command running at the
 		// same time may have moved them (as a refusal made during an
@@ -462,7 +463,7 @@ func (s *streamServer) exec(id uint64, op *srvOp) StreamResponse {
 
 // execJob checks the request and builds the reaper's job: the directory
 // resolved inside the root, the environment the base plus the request's.
-func (s *streamServer) execJob(req StreamRequest) (*Job, error) {
+func (s *streamServer) execJob(req wire.StreamRequest) (*wire.Job, error) {
 	if len(req.Argv) == 0 || len(req.Argv[0]) == 0 {
 		return nil, fmt.Errorf("%w: empty command", sandbox.ErrConfig)
 	}
@@ -489,16 +490,16 @@ func (s *streamServer) execJob(req StreamRequest) (*Job, error) {
 	for i, a := range req.Argv {
 		argv[i] = string(a)
 	}
-	return &Job{Argv: argv, Env: tierkit.EnvList(env), Dir: path.Join(s.files.Root(), fi.Path)}, nil
+	return &wire.Job{Argv: argv, Env: tierkit.EnvList(env), Dir: path.Join(s.files.Root(), fi.Path)}, nil
 }
 
 // pump sends what the command writes on one stream, within the stream's
 // window, until the stream ends.
-func (s *streamServer) pump(wg *sync.WaitGroup, id uint64, t FrameType, r *os.File, win *Window) {
+func (s *streamServer) pump(wg *sync.WaitGroup, id uint64, t wire.FrameType, r *os.File, win *wire.Window) {
 	defer wg.Done()
-	buf := make([]byte, StreamChunk)
+	buf := make([]byte, wire.StreamChunk)
 	for {
-		n := win.Take(StreamChunk)
+		n := win.Take(wire.StreamChunk)
 		if n == 0 {
 			_, _ = io.Copy(io.Discard, r) // the host stopped listening
 			return
@@ -521,7 +522,7 @@ func (s *streamServer) pump(wg *sync.WaitGroup, id uint64, t FrameType, r *os.Fi
 // feed writes the host's stdin frames into the command and credits them
 // back; once the command stops reading, the rest is dropped (still
 // credited, so the host never waits on a dead stream).
-func feed(fw *FrameWriter, id uint64, in *Inbox, w *os.File) {
+func feed(fw *wire.FrameWriter, id uint64, in *wire.Inbox, w *os.File) {
 	defer w.Close()
 	if in == nil {
 		return
@@ -538,7 +539,7 @@ func feed(fw *FrameWriter, id uint64, in *Inbox, w *os.File) {
 				w.Close()
 			}
 		}
-		_ = fw.WriteFrame(FrameCredit, id, CreditPayload(FrameStdin, len(chunk)))
+		_ = fw.WriteFrame(wire.FrameCredit, id, wire.CreditPayload(wire.FrameStdin, len(chunk)))
 	}
 }
 
@@ -590,14 +591,14 @@ func (s *streamServer) shutdown() {
 // reaperProc is the server's handle on one reaper.
 type reaperProc struct {
 	cmd  *exec.Cmd
-	conn *Conn
+	conn *wire.Conn
 }
 
 // startReaper starts a reaper under the commands' limits: set from here
 // (prlimit) before the reaper is given any command, so no command ever
 // runs without them, and any failure to set one is this call's error.
 func (s *streamServer) startReaper() (*reaperProc, error) {
-	host, child, err := SocketPair()
+	host, child, err := wire.SocketPair()
 	if err != nil {
 		return nil, err
 	}
@@ -613,7 +614,7 @@ func (s *streamServer) startReaper() (*reaperProc, error) {
 		return nil, fmt.Errorf("starting a reaper: %w", err)
 	}
 	go func() { _ = c.Wait() }()
-	conn, err := FileConn(host)
+	conn, err := wire.FileConn(host)
 	if err != nil {
 		_ = c.Process.Kill()
 		return nil, fmt.Errorf("starting a reaper: %w", err)
@@ -671,9 +672,9 @@ func reaperMain() int {
 		for range sigs {
 		}
 	}()
-	conn := NewConn(3)
+	conn := wire.NewConn(3)
 	type execReq struct {
-		req   Request
+		req   wire.Request
 		files []*os.File
 	}
 	reqs := make(chan execReq)
@@ -686,7 +687,7 @@ func reaperMain() int {
 	var killMu sync.Mutex
 	go func() {
 		for {
-			var r Request
+			var r wire.Request
 			files, err := conn.Recv(&r)
 			if err != nil {
 				// The server is gone: nothing may outlive it.
@@ -745,11 +746,11 @@ func cpuLimit(lim unix.Rlimit) time.Duration {
 }
 
 // runReaped runs one command and ends every process it started.
-func runReaped(r Request, files []*os.File) Response {
+func runReaped(r wire.Request, files []*os.File) wire.Response {
 	defer closeFiles(files)
-	res := Response{ID: r.ID}
+	res := wire.Response{ID: r.ID}
 	if r.Job == nil || len(r.Job.Argv) == 0 || len(files) != 3 {
-		res.Err = ToWire(errors.New("reaper: exec needs a command and three pipes"))
+		res.Err = wire.ToWire(errors.New("reaper: exec needs a command and three pipes"))
 		return res
 	}
 	job := *r.Job
@@ -792,10 +793,10 @@ func runReaped(r Request, files []*os.File) Response {
 
 // waitFor reaps children (orphans come here too) until pid ends, and
 // returns its status.
-func waitFor(pid int) Status {
+func waitFor(pid int) wire.Status {
 	st, err := reapUntil(pid)
 	if err != nil {
-		return Status{Signal: int(syscall.SIGKILL)} // ECHILD: cannot happen
+		return wire.Status{Signal: int(syscall.SIGKILL)} // ECHILD: cannot happen
 	}
 	return st
 }

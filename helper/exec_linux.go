@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,13 +51,13 @@ func execMain() int {
 // process that comes to it (as a PID 1 does) and returns the command's
 // status. A program that cannot be found or run gets the shell's 127 or
 // 126 and a line on stderr; err is for a sandbox that could not be set up.
-func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
+func runConfined(job wire.Job, stdin, stdout, stderr *os.File) (wire.Status, error) {
 	prog, st, ok := findProgram(job, stderr)
 	if !ok {
 		return st, nil
 	}
 	if err := confine(job); err != nil {
-		return Status{}, fmt.Errorf("confining the command: %w", err)
+		return wire.Status{}, fmt.Errorf("confining the command: %w", err)
 	}
 	return startAndReap(job, prog, stdin, stdout, stderr, nil)
 }
@@ -64,16 +65,16 @@ func runConfined(job Job, stdin, stdout, stderr *os.File) (Status, error) {
 // findProgram looks the command up in its own PATH, from its own start
 // directory. When it is missing or cannot run, ok is false, a line naming
 // it is on stderr and st carries the shell's 127 or 126.
-func findProgram(job Job, stderr *os.File) (prog string, st Status, ok bool) {
-	prog, code, err := tierkit.LookPath(job.Argv[0], job.pathEnv(), job.Dir)
+func findProgram(job wire.Job, stderr *os.File) (prog string, st wire.Status, ok bool) {
+	prog, code, err := tierkit.LookPath(job.Argv[0], job.PathEnv(), job.Dir)
 	if err != nil {
 		if code == 127 {
 			err = errors.New("command not found")
 		}
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return "", Status{Exited: true, ExitCode: code}, false
+		return "", wire.Status{Exited: true, ExitCode: code}, false
 	}
-	return prog, Status{}, true
+	return prog, wire.Status{}, true
 }
 
 // startAndReap starts prog from the calling thread (confined already)
@@ -81,7 +82,7 @@ func findProgram(job Job, stderr *os.File) (prog string, st Status, ok bool) {
 // then reaps every process that comes to this PID 1 until the command
 // itself ends, and returns its status. Whatever the command left running
 // is the caller's to end.
-func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started func()) (Status, error) {
+func startAndReap(job wire.Job, prog string, stdin, stdout, stderr *os.File, started func()) (wire.Status, error) {
 	pid, st, ok := forkCommand(job, prog, false, stdin, stdout, stderr)
 	if !ok {
 		return st, nil
@@ -96,20 +97,20 @@ func startAndReap(job Job, prog string, stdin, stdout, stderr *os.File, started 
 // directory and the given standard streams (see spawn). When it cannot
 // start, ok is false, a line naming it is on stderr and st carries the
 // shell's 126.
-func forkCommand(job Job, prog string, setsid bool, stdin, stdout, stderr *os.File) (pid int, st Status, ok bool) {
+func forkCommand(job wire.Job, prog string, setsid bool, stdin, stdout, stderr *os.File) (pid int, st wire.Status, ok bool) {
 	commandOOM.raise() // the child starts as the OOM killer's first choice
 	pid, err := spawn(job, prog, setsid, [3]*os.File{stdin, stdout, stderr})
 	commandOOM.lower()
 	if err != nil {
 		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
-		return 0, Status{Exited: true, ExitCode: 126}, false
+		return 0, wire.Status{Exited: true, ExitCode: 126}, false
 	}
-	return pid, Status{}, true
+	return pid, wire.Status{}, true
 }
 
 // reapUntil reaps every child of this process (orphans come to a PID 1 or
 // a subreaper too) until pid ends, and returns pid's status.
-func reapUntil(pid int) (Status, error) {
+func reapUntil(pid int) (wire.Status, error) {
 	for {
 		var ws unix.WaitStatus
 		var ru unix.Rusage
@@ -118,7 +119,7 @@ func reapUntil(pid int) (Status, error) {
 			continue
 		}
 		if err != nil {
-			return Status{}, fmt.Errorf("waiting: %w", err)
+			return wire.Status{}, fmt.Errorf("waiting: %w", err)
 		}
 		if got != pid {
 			continue
@@ -128,8 +129,8 @@ func reapUntil(pid int) (Status, error) {
 }
 
 // statusOf is how a process ended, from its wait status and usage.
-func statusOf(ws unix.WaitStatus, ru *unix.Rusage) Status {
-	st := Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
+func statusOf(ws unix.WaitStatus, ru *unix.Rusage) wire.Status {
+	st := wire.Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
 		CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
 	if ws.Signaled() {
 		st.Signal = int(ws.Signal())
@@ -148,8 +149,8 @@ func unreachable() {
 
 // recvStart reads the "start" request that comes first on a helper's
 // socket (fd 3); ok is false when anything else came.
-func recvStart() (conn *Conn, req Request, ok bool) {
-	conn = NewConn(3)
+func recvStart() (conn *wire.Conn, req wire.Request, ok bool) {
+	conn = wire.NewConn(3)
 	files, err := conn.Recv(&req)
 	closeFiles(files)
 	return conn, req, err == nil && req.Op == "start" && req.Job != nil
@@ -163,7 +164,7 @@ func fail(w io.Writer, code int, format string, args ...any) int {
 
 // confine applies every layer that works per process to the calling
 // thread (which the caller has locked), with confineOps.
-func confine(job Job) error {
+func confine(job wire.Job) error {
 	b := newBuilder()
 	if err := confineOps(b, job); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -24,12 +25,12 @@ func initMain() int {
 		return 1
 	}
 	job := *req.Job
-	fail := func(w *WireError) int {
-		_ = conn.Send(Response{ID: req.ID, Err: w})
+	fail := func(w *wire.WireError) int {
+		_ = conn.Send(wire.Response{ID: req.ID, Err: w})
 		return 1
 	}
-	unsupported := func(err error) *WireError {
-		return &WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}
+	unsupported := func(err error) *wire.WireError {
+		return &wire.WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}
 	}
 	if err := setup(job); err != nil {
 		return fail(unsupported(err))
@@ -41,20 +42,20 @@ func initMain() int {
 		if err != nil {
 			return fail(unsupported(err))
 		}
-		bridge(NewConn(NetFD), ls)
+		bridge(wire.NewConn(NetFD), ls)
 	}
 	s, err := newServer(conn, job)
 	if err != nil {
-		return fail(ToWire(fmt.Errorf("building the sandbox: %w", err)))
+		return fail(wire.ToWire(fmt.Errorf("building the sandbox: %w", err)))
 	}
-	if err := conn.Send(Response{ID: req.ID}); err != nil {
+	if err := conn.Send(wire.Response{ID: req.ID}); err != nil {
 		return 1
 	}
 	s.serve()
 	return 0
 }
 
-func setup(job Job) error {
+func setup(job wire.Job) error {
 	prog, err := rootProgram(job.Policy, job.Quotas)
 	if err != nil {
 		return err

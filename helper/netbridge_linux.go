@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/wire"
 )
 
 // ProxyPort is where, inside a sandbox whose network is an allow-list, the
@@ -49,7 +51,7 @@ func listenProxy() ([]net.Listener, error) {
 // bridge hands every connection accepted on ls to the host over conn, as
 // a descriptor (the host's proxy then reads and writes it directly: no
 // copy in between), until the host stops taking them.
-func bridge(conn *Conn, ls []net.Listener) {
+func bridge(conn *wire.Conn, ls []net.Listener) {
 	for _, l := range ls {
 		go func() {
 			for {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/nofile"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -44,7 +45,7 @@ import (
 // sandbox; so does ctx. timedOut reports the former. err is for a sandbox
 // that could not be built or run (ErrUnsupported, with the reason) or a
 // cancelled ctx; what the command did is in the Status.
-func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join func(pid int) error, cmdGroup *os.File, timeout time.Duration) (st Status, timedOut bool, err error) {
+func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, join func(pid int) error, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
 	if len(job.Argv) == 0 {
 		return st, false, fmt.Errorf("%w: no command", sandbox.ErrConfig)
 	}
@@ -169,10 +170,10 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 			}
 		}
 	}
-	abandon := func(err error) (Status, bool, error) {
+	abandon := func(err error) (wire.Status, bool, error) {
 		kill()
 		_, _ = reap()
-		return Status{}, false, err
+		return wire.Status{}, false, err
 	}
 	if join != nil {
 		syncR.Close()
@@ -207,7 +208,7 @@ func RunOnce(ctx context.Context, job Job, stdin, stdout, stderr *os.File, join 
 	}
 	switch {
 	case killed.Load() && readErr != nil:
-		return Status{Signal: int(unix.SIGKILL)}, true, nil
+		return wire.Status{Signal: int(unix.SIGKILL)}, true, nil
 	case ctx.Err() != nil && readErr != nil:
 		return st, false, ctx.Err()
 	case readErr != nil:
@@ -359,8 +360,8 @@ type oneShotExec struct {
 	oomHigh, oomOrig []byte
 }
 
-func newOneShotExec(b *builder, job Job, status uint8) *oneShotExec {
-	x := newCommandExec(b.str, job, tierkit.Candidates(job.Argv[0], job.pathEnv(), job.Dir))
+func newOneShotExec(b *builder, job wire.Job, status uint8) *oneShotExec {
+	x := newCommandExec(b.str, job, tierkit.Candidates(job.Argv[0], job.PathEnv(), job.Dir))
 	x.status = status
 	return x
 }
@@ -369,7 +370,7 @@ func newOneShotExec(b *builder, job Job, status uint8) *oneShotExec {
 // candidate files paths, with the job's memory rlimit when no cgroup
 // bounds memory; no group, streams as they are, no directory change.
 // str keeps a NUL-terminated copy of a string and returns its address.
-func newCommandExec(str func(string) uintptr, job Job, paths []string) *oneShotExec {
+func newCommandExec(str func(string) uintptr, job wire.Job, paths []string) *oneShotExec {
 	x := &oneShotExec{group: -1, count: -1, stdio: [3]int32{-1, -1, -1}, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
 	for _, c := range paths {
 		x.paths = append(x.paths, str(c))

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -152,7 +153,7 @@ func TestProgramBuildLimits(t *testing.T) {
 	if _, err := b.build(); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("a NUL in a path: %v", err)
 	}
-	if _, err := rootProgram(policy.Policy{Read: []string{"/usr\x00/x"}}, Quotas{}); err == nil {
+	if _, err := rootProgram(policy.Policy{Read: []string{"/usr\x00/x"}}, wire.Quotas{}); err == nil {
 		t.Fatal("a policy path with a NUL built a root")
 	}
 }
@@ -168,7 +169,7 @@ func TestRootProgramHostPaths(t *testing.T) {
 	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rootProgram(policy.Policy{Read: []string{filepath.Join(dir, "link", "x")}}, Quotas{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := rootProgram(policy.Policy{Read: []string{filepath.Join(dir, "link", "x")}}, wire.Quotas{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("a path through a link: %v", err)
 	}
 	binds, _, err := hostBinds(policy.Policy{Read: []string{filepath.Join(dir, "missing"), filepath.Join(dir, "link"), real}})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,8 +36,8 @@ const (
 // hutch runs in (/proc/sys/user) and its own per-user rlimits, and
 // returns a sandbox's share of each (QuotaShare; at least 1). A count
 // this kernel does not have is left out.
-func SandboxQuotas() Quotas {
-	q := Quotas{Sysctls: map[string]int64{}}
+func SandboxQuotas() wire.Quotas {
+	q := wire.Quotas{Sysctls: map[string]int64{}}
 	for _, name := range quotaSysctls {
 		b, err := os.ReadFile("/proc/sys/user/" + name)
 		if err != nil {
@@ -72,7 +73,7 @@ func SandboxQuotas() Quotas {
 }
 
 // quotaRlimits are q's rlimits, soft and hard alike.
-func (q Quotas) rlimits() []rlimit {
+func quotaRlimits(q wire.Quotas) []rlimit {
 	var rs []rlimit
 	for _, r := range []struct {
 		resource int
@@ -90,7 +91,7 @@ func (q Quotas) rlimits() []rlimit {
 // quotas appends setting the sandbox's user namespace's maxima (q's
 // sysctls), run while the process still has its capabilities in that
 // namespace. A count this kernel does not have is passed over.
-func (b *builder) quotas(q Quotas) {
+func (b *builder) quotas(q wire.Quotas) {
 	for _, name := range quotaSysctls {
 		n, ok := q.Sysctls[name]
 		if !ok {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -42,7 +43,7 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // Decisions that depend on the host (which paths exist, which are links)
 // are taken here, in ordinary Go; the program checks at run time that
 // each path it opens is still of the type seen here, and fails otherwise.
-func rootProgram(p policy.Policy, q Quotas) (*program, error) {
+func rootProgram(p policy.Policy, q wire.Quotas) (*program, error) {
 	b := newBuilder()
 	if err := b.root(p, q); err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func (b *builder) nullStdio() {
 }
 
 // root appends rootProgram's steps.
-func (b *builder) root(p policy.Policy, q Quotas) error {
+func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 	size := ""
 	if m := int64(p.Limits.Memory); m > 0 {
 		// tmpfs pages are not counted by the per-process rlimit fallback.

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,24 +55,24 @@ func runnerMain() int {
 	}
 	job := *req.Job
 	if err := confine(job); err != nil {
-		_ = conn.Send(Response{ID: req.ID, Err: ToWire(fmt.Errorf("confining the runner: %w", err))})
+		_ = conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(fmt.Errorf("confining the runner: %w", err))})
 		return 1
 	}
 	clean, err := readRunnerState()
 	if err != nil {
-		_ = conn.Send(Response{ID: req.ID, Err: ToWire(fmt.Errorf("reading the runner's state: %w", err))})
+		_ = conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(fmt.Errorf("reading the runner's state: %w", err))})
 		return 1
 	}
-	if err := conn.Send(Response{ID: req.ID}); err != nil {
+	if err := conn.Send(wire.Response{ID: req.ID}); err != nil {
 		return 1
 	}
 	for {
-		var r Request
+		var r wire.Request
 		passed, err := conn.Recv(&r)
 		if err != nil {
 			return 0 // the init let go of this runner
 		}
-		if err := conn.Send(Response{ID: r.ID, Taken: true}); err != nil {
+		if err := conn.Send(wire.Response{ID: r.ID, Taken: true}); err != nil {
 			return 0
 		}
 		res := runOne(job, r, passed)
@@ -131,11 +132,11 @@ func dropSignals() {
 }
 
 // runOne runs one command of the session and ends whatever it started.
-func runOne(job Job, r Request, passed []*os.File) Response {
+func runOne(job wire.Job, r wire.Request, passed []*os.File) wire.Response {
 	defer closeFiles(passed)
-	res := Response{ID: r.ID}
+	res := wire.Response{ID: r.ID}
 	if r.Op != "exec" || r.Job == nil || len(r.Job.Argv) == 0 || len(passed) != 3 {
-		res.Err = ToWire(errors.New("runner: exec needs a command and three pipes"))
+		res.Err = wire.ToWire(errors.New("runner: exec needs a command and three pipes"))
 		return res
 	}
 	job.Argv, job.Env, job.Dir = r.Job.Argv, r.Job.Env, r.Job.Dir
@@ -146,7 +147,7 @@ func runOne(job Job, r Request, passed []*os.File) Response {
 		st, err := startAndReap(job, prog, passed[0], passed[1], passed[2], func() { closeFiles(passed) })
 		endAll()
 		if err != nil {
-			res.Err = ToWire(err)
+			res.Err = wire.ToWire(err)
 			return res
 		}
 		res.Status = &st
@@ -174,7 +175,7 @@ func endAll() {
 // retiring reports whether the runner has used half of its CPU-time limit:
 // the limit binds the runner's own (small) use too, so it hands over to a
 // fresh runner long before the limit could stop it.
-func retiring(job Job) bool {
+func retiring(job wire.Job) bool {
 	return cpuHalfUsed(time.Duration(job.Policy.Limits.CPUTime))
 }
 
@@ -274,20 +275,20 @@ func (st runnerState) intact() bool {
 // runner is the init's handle on one runner process.
 type runner struct {
 	cmd  *exec.Cmd
-	conn *Conn
+	conn *wire.Conn
 }
 
 // useRunner reports whether this session's commands may go through a
 // runner at all.
-func useRunner(job Job) bool {
+func useRunner(job wire.Job) bool {
 	l := job.Policy.Limits.OpenFiles
 	return l == 0 || l >= runnerMinOpenFiles
 }
 
 // startRunner starts a runner for the session and waits until it is
 // confined and ready.
-func startRunner(job Job) (*runner, error) {
-	host, child, err := SocketPair()
+func startRunner(job wire.Job) (*runner, error) {
+	host, child, err := wire.SocketPair()
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +307,7 @@ func startRunner(job Job) (*runner, error) {
 		host.Close()
 		return nil, fmt.Errorf("starting the runner: %w", err)
 	}
-	conn, err := FileConn(host)
+	conn, err := wire.FileConn(host)
 	if err != nil {
 		_ = c.Process.Kill()
 		_ = c.Wait()
@@ -314,8 +315,8 @@ func startRunner(job Job) (*runner, error) {
 	}
 	r := &runner{cmd: c, conn: conn}
 	job.Argv = []string{"-"} // the session's job; each exec names its command
-	var res Response
-	if err := r.conn.Send(Request{Op: "start", Job: &job}); err != nil {
+	var res wire.Response
+	if err := r.conn.Send(wire.Request{Op: "start", Job: &job}); err != nil {
 		r.discard()
 		return nil, fmt.Errorf("starting the runner: %w", err)
 	}
@@ -358,11 +359,11 @@ const (
 // other send error
 // leaves the runner idle, and is the answer. A runner that goes after it
 // took the command may have started it: interrupted.
-func (r *runner) run(id uint64, job *Job, passed []*os.File) (res Response, out runOutcome) {
+func (r *runner) run(id uint64, job *wire.Job, passed []*os.File) (res wire.Response, out runOutcome) {
 	out = notTaken
-	if err := r.conn.Send(Request{ID: id, Op: "exec", Job: job}, passed...); err != nil {
+	if err := r.conn.Send(wire.Request{ID: id, Op: "exec", Job: job}, passed...); err != nil {
 		if !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
-			res.Err = ToWire(fmt.Errorf("handing the command to the runner: %w", err))
+			res.Err = wire.ToWire(fmt.Errorf("handing the command to the runner: %w", err))
 			return res, answered
 		}
 	} else if _, err := r.conn.Recv(&res); err == nil && res.Taken {

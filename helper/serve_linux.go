@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/local"
 )
@@ -31,8 +32,8 @@ import (
 // in a PID namespace of its own, so it and everything it started end
 // together.
 type server struct {
-	conn      *Conn
-	job       Job
+	conn      *wire.Conn
+	job       wire.Job
 	files     *local.Sandbox
 	mu        sync.Mutex
 	execs     map[uint64]*exec.Cmd
@@ -48,7 +49,7 @@ type server struct {
 
 // newServer opens the file tools' guard at the policy's start directory,
 // inside the finished sandbox.
-func newServer(conn *Conn, job Job) (*server, error) {
+func newServer(conn *wire.Conn, job wire.Job) (*server, error) {
 	files, err := local.New(context.Background(), local.Options{Dir: job.Policy.Dir})
 	if err != nil {
 		return nil, fmt.Errorf("the start directory: %w", err)
@@ -60,7 +61,7 @@ func newServer(conn *Conn, job Job) (*server, error) {
 func (s *server) serve() {
 	conn := s.conn
 	for {
-		var req Request
+		var req wire.Request
 		passed, err := conn.Recv(&req)
 		if err != nil {
 			return // the host closed the socket: the sandbox ends
@@ -86,13 +87,13 @@ func (s *server) denied(p string) bool {
 	return false
 }
 
-func (s *server) handle(req Request, passed []*os.File) {
+func (s *server) handle(req wire.Request, passed []*os.File) {
 	defer closeFiles(passed)
 	ctx := context.Background()
-	res := Response{ID: req.ID}
+	res := wire.Response{ID: req.ID}
 	var err error
 	if (req.Op == "read" || req.Op == "write" || req.Op == "stat") && s.denied(req.Path) {
-		res.Err = ToWire(tierkit.PathError(req.Op, req.Path, fmt.Errorf("denied by the policy: %w", fs.ErrPermission)))
+		res.Err = wire.ToWire(tierkit.PathError(req.Op, req.Path, fmt.Errorf("denied by the policy: %w", fs.ErrPermission)))
 		_ = s.conn.Send(res)
 		return
 	}
@@ -124,17 +125,17 @@ func (s *server) handle(req Request, passed []*os.File) {
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
-	res.Err = ToWire(err)
+	res.Err = wire.ToWire(err)
 	if err := s.conn.Send(res); errors.Is(err, sandbox.ErrTooLarge) {
 		// An answer over MaxRecord must still be an answer: the host
 		// waits for one.
-		_ = s.conn.Send(Response{ID: req.ID, Err: ToWire(err)})
+		_ = s.conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(err)})
 	}
 }
 
 // read streams the file into the pipe the host passed. The init is in
 // the sandbox's memory limit: the file never sits in its memory whole.
-func (s *server) read(ctx context.Context, req Request, passed []*os.File, res *Response) error {
+func (s *server) read(ctx context.Context, req wire.Request, passed []*os.File, res *wire.Response) error {
 	if len(passed) != 1 {
 		return errors.New("read needs one pipe")
 	}
@@ -148,7 +149,7 @@ func (s *server) read(ctx context.Context, req Request, passed []*os.File, res *
 
 // glob writes the matches, less what the policy denies, into the pipe the
 // host passed (see JoinNames).
-func (s *server) glob(ctx context.Context, req Request, passed []*os.File) error {
+func (s *server) glob(ctx context.Context, req wire.Request, passed []*os.File) error {
 	if len(passed) != 1 {
 		return errors.New("glob needs one pipe")
 	}
@@ -158,13 +159,13 @@ func (s *server) glob(ctx context.Context, req Request, passed []*os.File) error
 	}
 	// Name by name: the init is in the sandbox's memory limit, and the
 	// names may be many and long.
-	return WriteNames(passed[0], files, s.denied)
+	return wire.WriteNames(passed[0], files, s.denied)
 }
 
 // write streams the content from the pipe the host passed into the file,
 // at most the policy's file size limit: the policy governs a write_file
 // as it governs a command's writes.
-func (s *server) write(ctx context.Context, req Request, passed []*os.File) error {
+func (s *server) write(ctx context.Context, req wire.Request, passed []*os.File) error {
 	if len(passed) != 1 {
 		return errors.New("write needs one pipe")
 	}
@@ -180,11 +181,11 @@ func (s *server) write(ctx context.Context, req Request, passed []*os.File) erro
 // confined on this (locked) thread, reaped by the init as PID 1, with the
 // timeout enforced here. Afterwards the init is of no further use: the
 // host closes the sandbox, which ends it.
-func (s *server) final(job Job, req Request, passed []*os.File, res *Response) error {
+func (s *server) final(job wire.Job, req wire.Request, passed []*os.File, res *wire.Response) error {
 	runtime.LockOSThread() // never unlocked: the thread dies with the init
 	if req.Timeout > 0 {
 		time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() {
-			_ = s.conn.Send(Response{ID: req.ID, TimedOut: true, Status: &Status{Signal: int(syscall.SIGKILL)}})
+			_ = s.conn.Send(wire.Response{ID: req.ID, TimedOut: true, Status: &wire.Status{Signal: int(syscall.SIGKILL)}})
 			os.Exit(0) // PID 1 leaves: the kernel kills the rest
 		})
 	}
@@ -203,7 +204,7 @@ func (s *server) final(job Job, req Request, passed []*os.File, res *Response) e
 // exec runs one command: the only one of a one-shot sandbox from the init
 // itself, otherwise through the session's runner, or through a fresh exec
 // helper while the runner is busy.
-func (s *server) exec(req Request, passed []*os.File, res *Response) error {
+func (s *server) exec(req wire.Request, passed []*os.File, res *wire.Response) error {
 	if len(passed) != 3 || req.Job == nil || len(req.Job.Argv) == 0 {
 		return errors.New("exec needs a command and three pipes")
 	}
@@ -254,7 +255,7 @@ func (s *server) takeRunner() *runner {
 
 // execInRunner runs one command through the session's runner. A timeout
 // or cancel kills the runner, and with it everything of the command.
-func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.File, res *Response) error {
+func (s *server) execInRunner(r *runner, req wire.Request, job *wire.Job, passed []*os.File, res *wire.Response) error {
 	s.mu.Lock()
 	s.execs[req.ID] = r.cmd
 	s.runnerKilled = false
@@ -276,7 +277,7 @@ func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.Fil
 		})
 		defer timer.Stop()
 	}
-	out, outcome := r.run(req.ID, &Job{Argv: job.Argv, Env: job.Env, Dir: job.Dir}, passed)
+	out, outcome := r.run(req.ID, &wire.Job{Argv: job.Argv, Env: job.Env, Dir: job.Dir}, passed)
 	// Once the command is out of s.execs, no timeout or cancel reaches the
 	// runner: it is kept only when it answered and nothing killed it (a
 	// kill that lands after the answer would otherwise take the next
@@ -314,7 +315,7 @@ func (s *server) execInRunner(r *runner, req Request, job *Job, passed []*os.Fil
 		return out.Err.Error()
 	}
 	if out.Status == nil { // killed by our timeout or cancel
-		out.Status = &Status{Signal: int(syscall.SIGKILL)}
+		out.Status = &wire.Status{Signal: int(syscall.SIGKILL)}
 	}
 	res.Status = out.Status
 	return nil
@@ -350,7 +351,7 @@ func (s *server) killAfter(ms int64, c *exec.Cmd) func() bool {
 // execHelper runs one command through a fresh exec helper, as PID 1 of a
 // new PID namespace, with the three pipes the host passed as its standard
 // streams.
-func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Response) error {
+func (s *server) execHelper(req wire.Request, job wire.Job, passed []*os.File, res *wire.Response) error {
 
 	jobR, jobW, err := os.Pipe()
 	if err != nil {
@@ -405,7 +406,7 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	timedOut := s.killAfter(req.Timeout, c) // PID 1 of its namespace: everything goes
 	_ = c.Wait()                            // its status is in c.ProcessState
 	res.TimedOut = timedOut()
-	var st Status
+	var st wire.Status
 	if b, _ := io.ReadAll(io.LimitReader(stR, 1<<16)); json.Unmarshal(b, &st) == nil {
 		res.Status = &st
 		return nil
@@ -418,11 +419,11 @@ func (s *server) execHelper(req Request, job Job, passed []*os.File, res *Respon
 	}
 	// (An exit of its own without words on its stderr is a failure it
 	// told the command's stderr about: "hutch: ...", exit 125.)
-	st = Status{Exited: false, Signal: int(syscall.SIGKILL)}
+	st = wire.Status{Exited: false, Signal: int(syscall.SIGKILL)}
 	if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		st.Signal = int(ws.Signal())
 	} else if c.ProcessState.Exited() {
-		st = Status{Exited: true, ExitCode: c.ProcessState.ExitCode()}
+		st = wire.Status{Exited: true, ExitCode: c.ProcessState.ExitCode()}
 	}
 	res.Status = &st
 	return nil

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ import (
 // A command that cannot start (a step failed, execve refused) exits 126
 // or 127 with the reason on its stderr, as a shell's would; err is for a
 // process that could not be made at all.
-func spawn(job Job, prog string, setsid bool, files [3]*os.File) (int, error) {
+func spawn(job wire.Job, prog string, setsid bool, files [3]*os.File) (int, error) {
 	// A builder for its strings only (no ops): it keeps them, and refuses
 	// one with a NUL byte.
 	b := &builder{p: &program{}}

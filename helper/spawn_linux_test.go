@@ -20,12 +20,13 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
 // spawnWait starts job's command with spawn, feeds it stdin, and returns
 // its exit status, stdout and stderr.
-func spawnWait(t *testing.T, job Job, prog, stdin string, setsid bool) (int, string, string) {
+func spawnWait(t *testing.T, job wire.Job, prog, stdin string, setsid bool) (int, string, string) {
 	t.Helper()
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
@@ -57,12 +58,12 @@ func TestSpawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=/usr/bin:/bin", "HUTCH_T=1"}
-	sh := func(script string) Job {
-		return Job{Argv: []string{"sh", "-c", script}, Env: env, Dir: dir}
+	sh := func(script string) wire.Job {
+		return wire.Job{Argv: []string{"sh", "-c", script}, Env: env, Dir: dir}
 	}
 	cases := []struct {
 		name     string
-		job      Job
+		job      wire.Job
 		prog     string
 		setsid   bool
 		code     int
@@ -75,9 +76,9 @@ func TestSpawn(t *testing.T) {
 		{"only 0, 1 and 2 are open", sh(`ls /proc/$$/fd; echo end`), "/bin/sh", false, 0, "\n0\n1\n2\nend\n", ""},
 		{"a session of its own", sh(`test "$(cut -d' ' -f6 /proc/$$/stat)" = $$ && echo leader`), "/bin/sh", true, 0, "leader", ""},
 		{"no session without setsid", sh(`test "$(cut -d' ' -f6 /proc/$$/stat)" != $$ && echo member`), "/bin/sh", false, 0, "member", ""},
-		{"missing program", Job{Argv: []string{"nope"}, Env: env, Dir: dir}, "/nonexistent/nope", false, 127, "", "hutch: nope: command not found"},
-		{"not executable", Job{Argv: []string{"x"}, Env: env, Dir: dir}, plain, false, 126, "", "hutch: x: permission denied"},
-		{"missing directory", Job{Argv: []string{"true"}, Env: env, Dir: dir + "/gone"}, "/bin/true", false, 126, "", "hutch: true: cannot enter its directory: no such file or directory"},
+		{"missing program", wire.Job{Argv: []string{"nope"}, Env: env, Dir: dir}, "/nonexistent/nope", false, 127, "", "hutch: nope: command not found"},
+		{"not executable", wire.Job{Argv: []string{"x"}, Env: env, Dir: dir}, plain, false, 126, "", "hutch: x: permission denied"},
+		{"missing directory", wire.Job{Argv: []string{"true"}, Env: env, Dir: dir + "/gone"}, "/bin/true", false, 126, "", "hutch: true: cannot enter its directory: no such file or directory"},
 	}
 	leak, err := unix.Open(os.DevNull, unix.O_RDONLY, 0) // not close-on-exec
 	if err != nil {
@@ -102,7 +103,7 @@ func TestSpawn(t *testing.T) {
 func TestSpawnStreamsAtLowDescriptors(t *testing.T) {
 	r, w, _ := os.Pipe()
 	defer r.Close()
-	job := Job{Argv: []string{"sh", "-c", `echo one; echo two >&2; test "$(readlink /proc/$$/fd/0)" = "$IN" && echo stdin-ok`},
+	job := wire.Job{Argv: []string{"sh", "-c", `echo one; echo two >&2; test "$(readlink /proc/$$/fd/0)" = "$IN" && echo stdin-ok`},
 		Env: []string{"PATH=/usr/bin:/bin", "IN=" + mustReadlink(t, "/proc/self/fd/2")}, Dir: "/"}
 	pid, err := spawn(job, "/bin/sh", false, [3]*os.File{os.Stderr, w, w})
 	w.Close()
@@ -131,7 +132,7 @@ func mustReadlink(t *testing.T, path string) string {
 // set from outside just after the start, a window a command could use).
 func TestSpawnMemoryLimitBeforeExec(t *testing.T) {
 	const limit = 64 << 20
-	job := Job{Argv: []string{"sleep", "5"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/",
+	job := wire.Job{Argv: []string{"sleep", "5"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/",
 		Policy: policy.Policy{Limits: policy.Limits{Memory: limit}}}
 	devnull, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	defer devnull.Close()
@@ -169,7 +170,7 @@ func TestSpawnMemoryLimitBeforeExec(t *testing.T) {
 }
 
 func TestSpawnRefusesNUL(t *testing.T) {
-	job := Job{Argv: []string{"echo", "a\x00b"}, Env: []string{}, Dir: "/"}
+	job := wire.Job{Argv: []string{"echo", "a\x00b"}, Env: []string{}, Dir: "/"}
 	devnull, _ := os.Open(os.DevNull)
 	defer devnull.Close()
 	if _, err := spawn(job, "/bin/echo", false, [3]*os.File{devnull, devnull, devnull}); err == nil || !strings.Contains(err.Error(), "NUL") {
@@ -212,7 +213,7 @@ func TestSpawnGivesTheStartOpenFilesLimit(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
 	}
-	job := Job{Argv: []string{"sh", "-c", "ulimit -Sn; ulimit -Hn"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/"}
+	job := wire.Job{Argv: []string{"sh", "-c", "ulimit -Sn; ulimit -Hn"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/"}
 	code, out, errOut := spawnWait(t, job, "/bin/sh", "", false)
 	if want := "300\n" + strconv.FormatUint(lim.Max, 10) + "\n"; code != 0 || out != want {
 		t.Errorf("the command's open-files limits: exit %d, %q (want %q), stderr %q; this process has %d, %d", code, out, want, errOut, lim.Cur, lim.Max)
@@ -250,7 +251,7 @@ func TestOpenFilesRestoredOnlyAsOSExecWould(t *testing.T) {
 	if err != nil || string(viaExec) != want {
 		t.Fatalf("control: os/exec's child has %q, %v (want %q)", viaExec, err, want)
 	}
-	job := Job{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/"}
+	job := wire.Job{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/"}
 	code, out, errOut := spawnWait(t, job, "/bin/sh", "", false)
 	if code != 0 || out != want {
 		t.Errorf("after this process's limit was set to %d/%d from outside, spawn's command has %q (os/exec's child has %q), exit %d, stderr %q", k-1, k, out, viaExec, code, errOut)
@@ -291,7 +292,7 @@ func fullPidsGroupChild(t *testing.T, dir string) {
 	}
 	defer null.Close()
 	const limit = 4194304 // above any task count there is
-	job := Job{Argv: []string{"sh", "-c", "true"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/",
+	job := wire.Job{Argv: []string{"sh", "-c", "true"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/",
 		Policy: policy.Policy{Limits: policy.Limits{Processes: limit}}}
 	pid, err := spawn(job, "/bin/sh", false, [3]*os.File{null, null, null})
 	_ = os.WriteFile(filepath.Join(dir, "pids.max"), []byte("max"), 0o644)
@@ -313,7 +314,7 @@ func init() {
 // args[0]), one command through forkCommand with a command group, and
 // prints what came of it on stdout.
 func groupCommandProgram(args []string) int {
-	job := Job{Argv: []string{"sh", "-c", "echo ran"}, Dir: "/", Env: []string{"PATH=/usr/bin:/bin"}, CmdGroup: true}
+	job := wire.Job{Argv: []string{"sh", "-c", "echo ran"}, Dir: "/", Env: []string{"PATH=/usr/bin:/bin"}, CmdGroup: true}
 	job.Policy.Limits.Processes, _ = strconv.Atoi(args[0])
 	devnull, _ := os.Open(os.DevNull)
 	outR, outW, _ := os.Pipe()
@@ -431,7 +432,7 @@ func TestMissingInterpreterIsNotCommandNotFound(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	job := Job{Argv: []string{"tool"}, Env: []string{"PATH=" + dir}, Dir: dir}
+	job := wire.Job{Argv: []string{"tool"}, Env: []string{"PATH=" + dir}, Dir: dir}
 	code, _, errOut := spawnWait(t, job, script, "", false)
 	if code != 127 || strings.Contains(errOut, "command not found") {
 		t.Errorf("exit %d, stderr %q: the command exists; its interpreter is what is missing", code, errOut)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/wire"
 )
 
 func init() {
@@ -135,7 +136,7 @@ func fullPidsChild(mode string) int {
 			defer wg.Done()
 			var v struct{ N int }
 			if mode == "helper" {
-				c := NewConn(ends[i])
+				c := wire.NewConn(ends[i])
 				_, _ = c.Recv(&v)
 				return
 			}

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -30,7 +30,7 @@ const helloTimeout = 30 * time.Second
 // `exec -i` process, whose stdin and stdout carry the frames.
 type streamConn struct {
 	cmd    *exec.Cmd
-	fw     *helper.FrameWriter
+	fw     *wire.FrameWriter
 	stderr *tierkit.TailBuffer // the helper's own messages, for errors
 	errMu  sync.Mutex
 
@@ -43,12 +43,12 @@ type streamConn struct {
 
 // clientOp is one operation waiting for its response.
 type clientOp struct {
-	res     chan helper.StreamResponse
+	res     chan wire.StreamResponse
 	data    []byte // read, glob
 	dataMax int
 	// exec only:
-	stdout, stderr *helper.Inbox
-	stdin          *helper.Window
+	stdout, stderr *wire.Inbox
+	stdin          *wire.Window
 }
 
 // dial starts the helper with args and waits for its hello.
@@ -62,7 +62,7 @@ func dial(ctx context.Context, prog string, args []string, root string) (*stream
 	if err != nil {
 		return nil, err
 	}
-	sc := &streamConn{cmd: c, fw: helper.NewFrameWriter(in), stderr: &tierkit.TailBuffer{Max: 4096},
+	sc := &streamConn{cmd: c, fw: wire.NewFrameWriter(in), stderr: &tierkit.TailBuffer{Max: 4096},
 		ops: map[uint64]*clientOp{}, done: make(chan struct{})}
 	c.Stderr = writerFunc(func(p []byte) (int, error) {
 		sc.errMu.Lock()
@@ -72,19 +72,19 @@ func dial(ctx context.Context, prog string, args []string, root string) (*stream
 	if err := c.Start(); err != nil {
 		return nil, err
 	}
-	fr := helper.NewFrameReader(out)
+	fr := wire.NewFrameReader(out)
 	hello := make(chan error, 1)
 	go func() {
 		f, err := fr.ReadFrame()
-		if err == nil && f.Type != helper.FrameHello {
-			err = fmt.Errorf("%w: first frame is %v, not hello", helper.ErrProtocol, f.Type)
+		if err == nil && f.Type != wire.FrameHello {
+			err = fmt.Errorf("%w: first frame is %v, not hello", wire.ErrProtocol, f.Type)
 		}
-		var h helper.Hello
+		var h wire.Hello
 		if err == nil {
-			err = helper.DecodeJSON(f.Payload, &h)
+			err = wire.DecodeJSON(f.Payload, &h)
 		}
-		if err == nil && h.Version != helper.StreamVersion {
-			err = fmt.Errorf("the helper in the container speaks protocol %d, this program %d (a container made by another hutch version?)", h.Version, helper.StreamVersion)
+		if err == nil && h.Version != wire.StreamVersion {
+			err = fmt.Errorf("the helper in the container speaks protocol %d, this program %d (a container made by another hutch version?)", h.Version, wire.StreamVersion)
 		}
 		hello <- err
 		if err == nil {
@@ -159,7 +159,7 @@ func (sc *streamConn) fail(err error) {
 func (sc *streamConn) close(err error) { sc.fail(err) }
 
 // readLoop hands every frame to its operation, in order.
-func (sc *streamConn) readLoop(fr *helper.FrameReader) {
+func (sc *streamConn) readLoop(fr *wire.FrameReader) {
 	for {
 		f, err := fr.ReadFrame()
 		if err == nil {
@@ -185,11 +185,11 @@ func (sc *streamConn) op(id uint64) *clientOp {
 
 // deliver routes one frame. Frames of an operation the host gave up on are
 // dropped; anything the helper must never send is a protocol error.
-func (sc *streamConn) deliver(f helper.Frame) error {
+func (sc *streamConn) deliver(f wire.Frame) error {
 	switch f.Type {
-	case helper.FrameResponse:
-		var r helper.StreamResponse
-		if err := helper.DecodeJSON(f.Payload, &r); err != nil {
+	case wire.FrameResponse:
+		var r wire.StreamResponse
+		if err := wire.DecodeJSON(f.Payload, &r); err != nil {
 			return err
 		}
 		sc.mu.Lock()
@@ -199,41 +199,41 @@ func (sc *streamConn) deliver(f helper.Frame) error {
 		if op != nil {
 			op.res <- r
 		}
-	case helper.FrameData:
+	case wire.FrameData:
 		if op := sc.op(f.ID); op != nil {
 			if op.dataMax == 0 || len(op.data)+len(f.Payload) > op.dataMax {
-				return fmt.Errorf("%w: unexpected data for operation %d", helper.ErrProtocol, f.ID)
+				return fmt.Errorf("%w: unexpected data for operation %d", wire.ErrProtocol, f.ID)
 			}
 			op.data = append(op.data, f.Payload...)
 		}
-	case helper.FrameStdout, helper.FrameStderr:
+	case wire.FrameStdout, wire.FrameStderr:
 		if op := sc.op(f.ID); op != nil {
 			if op.stdout == nil {
-				return fmt.Errorf("%w: output for operation %d, which runs no command", helper.ErrProtocol, f.ID)
+				return fmt.Errorf("%w: output for operation %d, which runs no command", wire.ErrProtocol, f.ID)
 			}
 			q := op.stdout
-			if f.Type == helper.FrameStderr {
+			if f.Type == wire.FrameStderr {
 				q = op.stderr
 			}
 			return q.Put(f.Payload)
 		}
-	case helper.FrameCredit:
+	case wire.FrameCredit:
 		if op := sc.op(f.ID); op != nil {
-			stream, n := helper.Credit(f)
-			if op.stdin == nil || stream != helper.FrameStdin {
-				return fmt.Errorf("%w: credit for %v of operation %d", helper.ErrProtocol, stream, f.ID)
+			stream, n := wire.Credit(f)
+			if op.stdin == nil || stream != wire.FrameStdin {
+				return fmt.Errorf("%w: credit for %v of operation %d", wire.ErrProtocol, stream, f.ID)
 			}
 			return op.stdin.Add(n)
 		}
 	default:
-		return fmt.Errorf("%w: %v frame from the helper", helper.ErrProtocol, f.Type)
+		return fmt.Errorf("%w: %v frame from the helper", wire.ErrProtocol, f.Type)
 	}
 	return nil
 }
 
 // start registers op under a new id and sends the request.
-func (sc *streamConn) start(op *clientOp, req helper.StreamRequest) (uint64, error) {
-	op.res = make(chan helper.StreamResponse, 1)
+func (sc *streamConn) start(op *clientOp, req wire.StreamRequest) (uint64, error) {
+	op.res = make(chan wire.StreamResponse, 1)
 	sc.mu.Lock()
 	if sc.dead != nil {
 		err := sc.dead
@@ -244,7 +244,7 @@ func (sc *streamConn) start(op *clientOp, req helper.StreamRequest) (uint64, err
 	id := sc.nextID
 	sc.ops[id] = op
 	sc.mu.Unlock()
-	if err := sc.fw.WriteJSON(helper.FrameRequest, id, req); err != nil {
+	if err := sc.fw.WriteJSON(wire.FrameRequest, id, req); err != nil {
 		sc.fail(fmt.Errorf("%w: %v", errLost, err))
 		return 0, sc.deadErr()
 	}
@@ -259,32 +259,32 @@ func (sc *streamConn) deadErr() error {
 
 // wait waits for op's response; a cancelled context abandons the
 // operation (its late frames are dropped).
-func (sc *streamConn) wait(ctx context.Context, id uint64, op *clientOp) (helper.StreamResponse, error) {
+func (sc *streamConn) wait(ctx context.Context, id uint64, op *clientOp) (wire.StreamResponse, error) {
 	select {
 	case r := <-op.res:
 		return r, r.Err.Error()
 	case <-sc.done:
-		return helper.StreamResponse{}, sc.deadErr()
+		return wire.StreamResponse{}, sc.deadErr()
 	case <-ctx.Done():
 		sc.mu.Lock()
 		delete(sc.ops, id)
 		sc.mu.Unlock()
-		return helper.StreamResponse{}, ctx.Err()
+		return wire.StreamResponse{}, ctx.Err()
 	}
 }
 
 // call runs one file operation: the request, then (for a write) the
 // content, then the response.
-func (sc *streamConn) call(ctx context.Context, req helper.StreamRequest, dataMax int, content []byte) (helper.StreamResponse, []byte, error) {
+func (sc *streamConn) call(ctx context.Context, req wire.StreamRequest, dataMax int, content []byte) (wire.StreamResponse, []byte, error) {
 	op := &clientOp{dataMax: dataMax}
 	id, err := sc.start(op, req)
 	if err != nil {
-		return helper.StreamResponse{}, nil, err
+		return wire.StreamResponse{}, nil, err
 	}
 	if req.Op == "write" {
-		if err := sc.fw.WriteData(helper.FrameData, id, content, helper.MaxFramePayload, true); err != nil {
+		if err := sc.fw.WriteData(wire.FrameData, id, content, wire.MaxFramePayload, true); err != nil {
 			sc.fail(fmt.Errorf("%w: %v", errLost, err))
-			return helper.StreamResponse{}, nil, sc.deadErr()
+			return wire.StreamResponse{}, nil, sc.deadErr()
 		}
 	}
 	res, err := sc.wait(ctx, id, op)
@@ -292,7 +292,7 @@ func (sc *streamConn) call(ctx context.Context, req helper.StreamRequest, dataMa
 		return res, nil, err
 	}
 	if int64(len(op.data)) != res.Size {
-		err := fmt.Errorf("%w: %d data bytes for a response of %d", helper.ErrProtocol, len(op.data), res.Size)
+		err := fmt.Errorf("%w: %d data bytes for a response of %d", wire.ErrProtocol, len(op.data), res.Size)
 		sc.fail(fmt.Errorf("%w: %v", errLost, err))
 		return res, nil, sc.deadErr()
 	}
@@ -304,12 +304,12 @@ func (sc *streamConn) readStat(ctx context.Context, rel string, max int64) ([]by
 	if max > 0 && max < limit {
 		limit = max
 	}
-	res, data, err := sc.call(ctx, helper.StreamRequest{Op: "read", Path: []byte(rel), Max: max}, int(limit), nil)
+	res, data, err := sc.call(ctx, wire.StreamRequest{Op: "read", Path: []byte(rel), Max: max}, int(limit), nil)
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
 	}
 	if res.Info == nil {
-		return nil, sandbox.FileInfo{}, fmt.Errorf("%w: read answered without file information", helper.ErrProtocol)
+		return nil, sandbox.FileInfo{}, fmt.Errorf("%w: read answered without file information", wire.ErrProtocol)
 	}
 	if data == nil {
 		data = []byte{}
@@ -318,17 +318,17 @@ func (sc *streamConn) readStat(ctx context.Context, rel string, max int64) ([]by
 }
 
 func (sc *streamConn) write(ctx context.Context, rel string, data []byte) error {
-	_, _, err := sc.call(ctx, helper.StreamRequest{Op: "write", Path: []byte(rel), Size: int64(len(data))}, 0, data)
+	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "write", Path: []byte(rel), Size: int64(len(data))}, 0, data)
 	return err
 }
 
 func (sc *streamConn) stat(ctx context.Context, rel string) (sandbox.FileInfo, error) {
-	res, _, err := sc.call(ctx, helper.StreamRequest{Op: "stat", Path: []byte(rel)}, 0, nil)
+	res, _, err := sc.call(ctx, wire.StreamRequest{Op: "stat", Path: []byte(rel)}, 0, nil)
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}
 	if res.Info == nil {
-		return sandbox.FileInfo{}, fmt.Errorf("%w: stat answered without file information", helper.ErrProtocol)
+		return sandbox.FileInfo{}, fmt.Errorf("%w: stat answered without file information", wire.ErrProtocol)
 	}
 	return *res.Info, nil
 }
@@ -337,11 +337,11 @@ func (sc *streamConn) glob(ctx context.Context, pattern string, dirsOnly bool) (
 	if dirsOnly {
 		pattern += "/"
 	}
-	_, data, err := sc.call(ctx, helper.StreamRequest{Op: "glob", Pattern: []byte(pattern)}, helper.MaxNamesBytes, nil)
+	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "glob", Pattern: []byte(pattern)}, wire.MaxNamesBytes, nil)
 	if err != nil {
 		return nil, err
 	}
-	return helper.SplitNames(data), nil
+	return wire.SplitNames(data), nil
 }
 
 // exec runs one command over the stream: its input is sent within the
@@ -352,14 +352,14 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
-	req := helper.StreamRequest{Op: "exec", Dir: []byte(cmd.Dir), TimeoutMS: cmd.Timeout.Milliseconds(), Stdin: cmd.Stdin != nil}
+	req := wire.StreamRequest{Op: "exec", Dir: []byte(cmd.Dir), TimeoutMS: cmd.Timeout.Milliseconds(), Stdin: cmd.Stdin != nil}
 	for _, a := range argv {
 		req.Argv = append(req.Argv, []byte(a))
 	}
 	for _, kv := range tierkit.EnvList(cmd.Env) {
 		req.Env = append(req.Env, []byte(kv))
 	}
-	op := &clientOp{stdout: helper.NewInbox(), stderr: helper.NewInbox(), stdin: helper.NewWindow()}
+	op := &clientOp{stdout: wire.NewInbox(), stderr: wire.NewInbox(), stdin: wire.NewWindow()}
 	begin := time.Now()
 	id, err := sc.start(op, req)
 	if err != nil {
@@ -370,8 +370,8 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	live := tierkit.NewLives(cmd)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go sc.consume(&wg, id, helper.FrameStdout, op.stdout, stdout, live[0])
-	go sc.consume(&wg, id, helper.FrameStderr, op.stderr, stderr, live[1])
+	go sc.consume(&wg, id, wire.FrameStdout, op.stdout, stdout, live[0])
+	go sc.consume(&wg, id, wire.FrameStderr, op.stderr, stderr, live[1])
 	// From the timeout on, a stalled live writer holds nothing up: the
 	// helper reports the end only once it has sent all the output, which
 	// needs this side's credits.
@@ -389,7 +389,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 	// that does not report (a paused container).
 	guard := time.NewTimer(cmd.Timeout + StopGrace)
 	defer guard.Stop()
-	var res helper.StreamResponse
+	var res wire.StreamResponse
 	var stop error
 	select {
 	case res = <-op.res:
@@ -406,7 +406,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 		// (or the end of the session), so the helper never waits on us.
 		// The caller stops listening: nothing more goes live.
 		live.Close(0)
-		_ = sc.fw.WriteFrame(helper.FrameCancel, id, nil)
+		_ = sc.fw.WriteFrame(wire.FrameCancel, id, nil)
 		go func() {
 			select {
 			case <-op.res:
@@ -434,7 +434,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 
 // consume feeds one output stream into its bounded buffer (and the live
 // writer while the caller listens), crediting each chunk back.
-func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType, in *helper.Inbox, buf *tierkit.TailBuffer, live *tierkit.Live) {
+func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t wire.FrameType, in *wire.Inbox, buf *tierkit.TailBuffer, live *tierkit.Live) {
 	defer wg.Done()
 	for {
 		chunk, ok := in.Next()
@@ -445,17 +445,17 @@ func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t helper.FrameType,
 		// A live writer that failed takes nothing more (its Write
 		// returns the error at once): as with a closed pipe.
 		_, _ = live.Write(chunk)
-		_ = sc.fw.WriteFrame(helper.FrameCredit, id, helper.CreditPayload(t, len(chunk)))
+		_ = sc.fw.WriteFrame(wire.FrameCredit, id, wire.CreditPayload(t, len(chunk)))
 	}
 }
 
 // sendStdin sends the command's input within its window, then a close.
 // A reader that blocks keeps this goroutine until it returns (as with
 // os/exec).
-func (sc *streamConn) sendStdin(id uint64, win *helper.Window, r io.Reader) {
-	buf := make([]byte, helper.StreamChunk)
+func (sc *streamConn) sendStdin(id uint64, win *wire.Window, r io.Reader) {
+	buf := make([]byte, wire.StreamChunk)
 	for {
-		n := win.Take(helper.StreamChunk)
+		n := win.Take(wire.StreamChunk)
 		if n == 0 {
 			return // the command is over
 		}
@@ -463,11 +463,11 @@ func (sc *streamConn) sendStdin(id uint64, win *helper.Window, r io.Reader) {
 		if k < n {
 			_ = win.Add(n - k)
 		}
-		if k > 0 && sc.fw.WriteFrame(helper.FrameStdin, id, buf[:k]) != nil {
+		if k > 0 && sc.fw.WriteFrame(wire.FrameStdin, id, buf[:k]) != nil {
 			return
 		}
 		if err != nil {
-			_ = sc.fw.WriteFrame(helper.FrameClose, id, []byte{byte(helper.FrameStdin)})
+			_ = sc.fw.WriteFrame(wire.FrameClose, id, []byte{byte(wire.FrameStdin)})
 			return
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -1996,7 +1997,7 @@ func TestRlimitMemoryFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(kind string, mib int) string {
-		job := helper.Job{Policy: pol, Dir: e.work, HostUID: os.Getuid(), HostGID: os.Getgid(),
+		job := wire.Job{Policy: pol, Dir: e.work, HostUID: os.Getuid(), HostGID: os.Getgid(),
 			Argv: testenv.ProgramArgv(kind, strconv.Itoa(mib)),
 			Env:  []string{"PATH=/usr/bin:/bin", testenv.ProgramEnv("shmalloc"), "GOGC=off"}}
 		outR, outW, _ := os.Pipe()

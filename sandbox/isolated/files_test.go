@@ -73,7 +73,7 @@ func (r *fileSession) call(t *testing.T, name string, args any) tool.Output {
 	return out
 }
 
-// A glob whose matches are over one control record (helper.MaxRecord,
+// A glob whose matches are over one control record (wire.MaxRecord,
 // 1 MiB: 6000 files of 200-character names) is answered, not left hanging
 // until the caller's deadline (forever without one). Origin: review 15b.
 func TestGlobOverOneMiBAnswers(t *testing.T) {

@@ -44,6 +44,7 @@ import (
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/netproxy"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -95,7 +96,7 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 		return sandbox.Result{}, fmt.Errorf("%w: %v", sandbox.ErrUnsupported, err)
 	}
 	defer group.Close()
-	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
+	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
 		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, group.Procs, timeout)
@@ -150,25 +151,25 @@ func checkLink(pol policy.Policy, path, what string, has func(string) bool) erro
 // prepare normalizes pol against the current directory, checks its start
 // directory, and makes the control groups of its limits (nil when none,
 // or when the host has none for hutch). The job describes the sandbox.
-func prepare(pol policy.Policy) (policy.Policy, helper.Job, *cgroup, error) {
+func prepare(pol policy.Policy) (policy.Policy, wire.Job, *cgroup, error) {
 	cwd, _ := os.Getwd()
 	pol, err := pol.Normalize(cwd)
 	if err != nil {
-		return pol, helper.Job{}, nil, cfgerr.Under(sandbox.ErrConfig, err)
+		return pol, wire.Job{}, nil, cfgerr.Under(sandbox.ErrConfig, err)
 	}
 	if pol.Dir == "/tmp" && !pol.CanWrite("/tmp") {
 		// The private /tmp: fine as a start directory.
 	} else if !pol.CanRead(pol.Dir) {
-		return pol, helper.Job{}, nil, fmt.Errorf("%w: start directory %s is not in the policy", sandbox.ErrConfig, pol.Dir)
+		return pol, wire.Job{}, nil, fmt.Errorf("%w: start directory %s is not in the policy", sandbox.ErrConfig, pol.Dir)
 	} else if err := checkStartDir(pol); err != nil {
-		return pol, helper.Job{}, nil, err
+		return pol, wire.Job{}, nil, err
 	}
 	for _, w := range pol.Write {
 		if err := checkLink(pol, w, "writable path", pol.CanWrite); err != nil {
-			return pol, helper.Job{}, nil, err
+			return pol, wire.Job{}, nil, err
 		}
 	}
-	job := helper.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid(), Quotas: helper.SandboxQuotas()}
+	job := wire.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid(), Quotas: helper.SandboxQuotas()}
 	// The helpers, the groups and the checks below read a limit as a
 	// number: policy.Unlimited is none, 0, to them.
 	job.Policy.Limits = pol.Limits.Enforced()
@@ -215,7 +216,7 @@ func baseEnv(pol policy.Policy) map[string]string {
 // policy as commands). Safe for concurrent use.
 type Sandbox struct {
 	pol  policy.Policy
-	conn *helper.Conn
+	conn *wire.Conn
 	// proxy filters the network when the policy has an allow-list;
 	// serveNetwork feeds it and closes netDone when the init is gone.
 	proxy   *netproxy.Proxy
@@ -225,7 +226,7 @@ type Sandbox struct {
 	nextID  atomic.Uint64
 
 	mu      sync.Mutex
-	pending map[uint64]chan helper.Response
+	pending map[uint64]chan wire.Response
 	closed  bool
 	done    chan struct{} // closed when the init is gone
 	dead    error
@@ -266,7 +267,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	defer group.Close() // the init has its copies once started
 	job.CmdGroup = group.Set()
-	hostEnd, sandboxEnd, err := helper.SocketPair()
+	hostEnd, sandboxEnd, err := wire.SocketPair()
 	if err != nil {
 		cg.remove()
 		return nil, err
@@ -289,7 +290,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 		if proxy, err = netproxy.New(list, netproxy.Options{Resolver: opts.Resolver}); err != nil {
 			return bad(fmt.Errorf("%w: %v", sandbox.ErrConfig, err))
 		}
-		if netHost, netSandbox, err = helper.SocketPair(); err != nil {
+		if netHost, netSandbox, err = wire.SocketPair(); err != nil {
 			return bad(err)
 		}
 		defer netSandbox.Close()
@@ -336,18 +337,18 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 			return fail(err)
 		}
 	}
-	conn, err := helper.FileConn(hostEnd) // closes hostEnd (fail's close is then a no-op)
+	conn, err := wire.FileConn(hostEnd) // closes hostEnd (fail's close is then a no-op)
 	if err != nil {
 		return fail(err)
 	}
-	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, proxy: proxy, pending: map[uint64]chan helper.Response{}, done: make(chan struct{})}
+	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, proxy: proxy, pending: map[uint64]chan wire.Response{}, done: make(chan struct{})}
 	if proxy != nil {
 		s.netDone = make(chan struct{})
 		go s.serveNetwork(netHost)
 	}
 	go s.readLoop() // ends the session at EOF, after every queued answer
 	go func() { _ = c.Wait() }()
-	res, err := s.call(ctx, helper.Request{Op: "start", Job: &job})
+	res, err := s.call(ctx, wire.Request{Op: "start", Job: &job})
 	if err == nil {
 		err = res.Err.Error()
 	}
@@ -372,7 +373,7 @@ const MaxProxyConns = 256
 // proxy port to the proxy, until the init is gone.
 func (s *Sandbox) serveNetwork(f *os.File) {
 	defer close(s.netDone)
-	conn, err := helper.FileConn(f)
+	conn, err := wire.FileConn(f)
 	if err != nil {
 		return
 	}
@@ -406,7 +407,7 @@ func (s *Sandbox) serveNetwork(f *os.File) {
 // readLoop hands each response to the call waiting for it.
 func (s *Sandbox) readLoop() {
 	for {
-		var res helper.Response
+		var res wire.Response
 		files, err := s.conn.Recv(&res)
 		for _, f := range files {
 			f.Close()
@@ -437,33 +438,33 @@ func (s *Sandbox) fail(err error) {
 }
 
 // call sends req (with files) and waits for its response.
-func (s *Sandbox) call(ctx context.Context, req helper.Request, files ...*os.File) (helper.Response, error) {
+func (s *Sandbox) call(ctx context.Context, req wire.Request, files ...*os.File) (wire.Response, error) {
 	req.ID = s.nextID.Add(1)
-	ch := make(chan helper.Response, 1)
+	ch := make(chan wire.Response, 1)
 	s.mu.Lock()
 	if s.closed && req.Op != "start" {
 		s.mu.Unlock()
-		return helper.Response{}, sandbox.ErrClosed
+		return wire.Response{}, sandbox.ErrClosed
 	}
 	if s.dead != nil {
 		s.mu.Unlock()
-		return helper.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
+		return wire.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
 	}
 	s.pending[req.ID] = ch
 	s.mu.Unlock()
 	if err := s.conn.Send(req, files...); err != nil {
-		return helper.Response{}, err
+		return wire.Response{}, err
 	}
 	select {
 	case res := <-ch:
 		return res, nil
 	case <-s.done:
-		return helper.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
+		return wire.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
 	case <-ctx.Done():
 		if req.Op == "exec" {
-			_ = s.conn.Send(helper.Request{ID: s.nextID.Add(1), Op: "cancel", Target: req.ID})
+			_ = s.conn.Send(wire.Request{ID: s.nextID.Add(1), Op: "cancel", Target: req.ID})
 		}
-		return helper.Response{}, ctx.Err()
+		return wire.Response{}, ctx.Err()
 	}
 }
 
@@ -492,7 +493,7 @@ func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
 // ReadStat reads (at most max bytes when max > 0) and describes a file in
 // one round trip; the content comes through a pipe, not the socket.
 func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
-	data, res, err := s.callWithOutput(ctx, helper.Request{Op: "read", Path: p, Max: max}, sandbox.MaxFileSize+1)
+	data, res, err := s.callWithOutput(ctx, wire.Request{Op: "read", Path: p, Max: max}, sandbox.MaxFileSize+1)
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
 	}
@@ -502,7 +503,7 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 // ReadStream hands fn the file's content as the init reads it into a
 // pipe (see sandbox.Streamer).
 func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) error) (sandbox.FileInfo, error) {
-	res, err := s.callReading(ctx, helper.Request{Op: "read", Path: p}, sandbox.MaxFileSize, fn)
+	res, err := s.callReading(ctx, wire.Request{Op: "read", Path: p}, sandbox.MaxFileSize, fn)
 	if res.Info == nil { // the call failed, or its answer is an error
 		return sandbox.FileInfo{}, err
 	}
@@ -512,7 +513,7 @@ func (s *Sandbox) ReadStream(ctx context.Context, p string, fn func(io.Reader) e
 // callWithOutput makes a call whose output, at most limit bytes, the
 // init writes into a pipe passed with it, and returns both; a failed call
 // (or one whose answer is an error) is err.
-func (s *Sandbox) callWithOutput(ctx context.Context, req helper.Request, limit int64) ([]byte, helper.Response, error) {
+func (s *Sandbox) callWithOutput(ctx context.Context, req wire.Request, limit int64) ([]byte, wire.Response, error) {
 	var data []byte
 	res, err := s.callReading(ctx, req, limit, func(r io.Reader) (err error) {
 		data, err = io.ReadAll(r)
@@ -525,14 +526,14 @@ func (s *Sandbox) callWithOutput(ctx context.Context, req helper.Request, limit 
 // passed with it, and hands fn that output, at most limit bytes, as it
 // comes; what fn leaves unread is drained, so the init never blocks on a
 // write. err is the call's failure, or its answer's error, else fn's.
-func (s *Sandbox) callReading(ctx context.Context, req helper.Request, limit int64, fn func(io.Reader) error) (helper.Response, error) {
+func (s *Sandbox) callReading(ctx context.Context, req wire.Request, limit int64, fn func(io.Reader) error) (wire.Response, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return helper.Response{}, err
+		return wire.Response{}, err
 	}
 	defer r.Close()
 	type answer struct {
-		res helper.Response
+		res wire.Response
 		err error
 	}
 	done := make(chan answer, 1)
@@ -548,7 +549,7 @@ func (s *Sandbox) callReading(ctx context.Context, req helper.Request, limit int
 		a.err = a.res.Err.Error()
 	}
 	if a.err != nil {
-		return helper.Response{}, a.err
+		return wire.Response{}, a.err
 	}
 	return a.res, ferr
 }
@@ -568,7 +569,7 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 		_, _ = w.Write(data)
 		w.Close()
 	}()
-	res, err := s.call(ctx, helper.Request{Op: "write", Path: p}, r)
+	res, err := s.call(ctx, wire.Request{Op: "write", Path: p}, r)
 	r.Close()
 	if err != nil {
 		return err
@@ -578,7 +579,7 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 
 // Stat describes a path inside the sandbox.
 func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
-	res, err := s.call(ctx, helper.Request{Op: "stat", Path: p})
+	res, err := s.call(ctx, wire.Request{Op: "stat", Path: p})
 	if err == nil {
 		err = res.Err.Error()
 	}
@@ -589,13 +590,13 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 }
 
 // Glob matches inside the sandbox (see sandbox.Sandbox for the rules).
-// The matches come through a pipe, not the socket (see helper.JoinNames).
+// The matches come through a pipe, not the socket (see wire.JoinNames).
 func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
-	data, _, err := s.callWithOutput(ctx, helper.Request{Op: "glob", Pattern: pattern}, helper.MaxNamesBytes)
+	data, _, err := s.callWithOutput(ctx, wire.Request{Op: "glob", Pattern: pattern}, wire.MaxNamesBytes)
 	if err != nil {
 		return nil, err
 	}
-	return helper.SplitNames(data), nil
+	return wire.SplitNames(data), nil
 }
 
 // Exec runs a command in the sandbox, in a PID namespace of its own: when
@@ -614,24 +615,24 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		rec = s.proxy.Record()
 		defer rec.Stop()
 	}
-	out, err := runCommand(ctx, cmd, s.pol, env, s.cg.files(), func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error) {
+	out, err := runCommand(ctx, cmd, s.pol, env, s.cg.files(), func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		// The init enforces the timeout. This bound is for an init that
 		// no longer answers at all: the session is closed rather than
 		// waited on.
 		callCtx, cancel := context.WithTimeout(ctx, timeout+hostGrace)
 		defer cancel()
-		res, err := s.call(callCtx, helper.Request{Op: "exec", Job: spec, Timeout: timeout.Milliseconds(), Final: final}, files[0], files[1], files[2])
+		res, err := s.call(callCtx, wire.Request{Op: "exec", Job: spec, Timeout: timeout.Milliseconds(), Final: final}, files[0], files[1], files[2])
 		if err != nil && ctx.Err() == nil && callCtx.Err() != nil {
 			go s.Close()
 			err = fmt.Errorf("%w: the sandbox did not end the command %v after its %v timeout, so the sandbox was closed", sandbox.ErrClosed, hostGrace, timeout)
 		}
 		if err != nil {
-			return helper.Status{}, false, fmt.Errorf("isolated exec: %w", err)
+			return wire.Status{}, false, fmt.Errorf("isolated exec: %w", err)
 		}
 		if err := res.Err.Error(); err != nil {
-			return helper.Status{}, false, err
+			return wire.Status{}, false, err
 		}
-		var st helper.Status
+		var st wire.Status
 		if res.Status != nil {
 			st = *res.Status
 		}
@@ -646,7 +647,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 // starter runs the command spec with the given ends of its standard
 // streams (stdin's read end, stdout's and stderr's write ends) and
 // returns how it ended, and whether its timeout did that.
-type starter func(ctx context.Context, spec *helper.Job, files [3]*os.File, timeout time.Duration) (helper.Status, bool, error)
+type starter func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error)
 
 // runCommand runs cmd under pol with start: it validates the command,
 // feeds its stdin, captures (and tees) its output, and makes the Result,
@@ -664,7 +665,7 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
-	spec := &helper.Job{Argv: argv, Dir: cmd.Dir, Env: tierkit.EnvList(tierkit.MergeEnv(env, cmd.Env))}
+	spec := &wire.Job{Argv: argv, Dir: cmd.Dir, Env: tierkit.EnvList(tierkit.MergeEnv(env, cmd.Env))}
 
 	stdout := &tierkit.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &tierkit.TailBuffer{Max: cmd.MaxOutput}
@@ -734,7 +735,7 @@ func (s *Sandbox) Close() error {
 // command itself, or a child whose death a shell reported as 128+N, got
 // SIGXCPU or SIGXFSZ; or it used its whole CPU time; or, under an rlimit
 // memory bound, it said it ran out of memory.
-func limitFor(res sandbox.Result, st helper.Status, l policy.Limits) string {
+func limitFor(res sandbox.Result, st wire.Status, l policy.Limits) string {
 	code := res.ExitCode
 	if hit := helper.RlimitHit(code, l.CPUTime > 0, l.FileSize > 0); hit != "" {
 		return hit

@@ -1,4 +1,4 @@
-package helper
+package wire
 
 import (
 	"bufio"
@@ -99,7 +99,8 @@ type Frame struct {
 // The stream cannot be used after it.
 var ErrProtocol = errors.New("stream protocol violation")
 
-func protoErr(format string, args ...any) error {
+// ProtoErr is an [ErrProtocol] that says what was wrong.
+func ProtoErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
 }
 
@@ -125,7 +126,7 @@ func (fr *FrameReader) ReadFrame() (Frame, error) {
 	n := binary.BigEndian.Uint32(fr.hdr[0:4])
 	f := Frame{Type: FrameType(fr.hdr[4]), ID: binary.BigEndian.Uint64(fr.hdr[5:13])}
 	if n > MaxFramePayload {
-		return Frame{}, protoErr("%v frame of %d bytes is over the %d byte limit", f.Type, n, MaxFramePayload)
+		return Frame{}, ProtoErr("%v frame of %d bytes is over the %d byte limit", f.Type, n, MaxFramePayload)
 	}
 	if cap(fr.buf) < int(n) {
 		fr.buf = make([]byte, n)
@@ -144,40 +145,40 @@ func (fr *FrameReader) ReadFrame() (Frame, error) {
 func CheckFrame(f Frame) error {
 	n := len(f.Payload)
 	if (f.Type == FrameHello) != (f.ID == 0) {
-		return protoErr("%v frame with id %d: id 0 is for hello only", f.Type, f.ID)
+		return ProtoErr("%v frame with id %d: id 0 is for hello only", f.Type, f.ID)
 	}
 	switch f.Type {
 	case FrameHello, FrameRequest, FrameResponse:
 		if n < 2 || f.Payload[0] != '{' {
-			return protoErr("%v frame does not hold a JSON object", f.Type)
+			return ProtoErr("%v frame does not hold a JSON object", f.Type)
 		}
 	case FrameData, FrameStdin, FrameStdout, FrameStderr:
 		if n == 0 {
-			return protoErr("empty %v frame", f.Type)
+			return ProtoErr("empty %v frame", f.Type)
 		}
 		if f.Type != FrameData && n > StreamChunk {
-			return protoErr("%v frame of %d bytes is over the %d byte chunk", f.Type, n, StreamChunk)
+			return ProtoErr("%v frame of %d bytes is over the %d byte chunk", f.Type, n, StreamChunk)
 		}
 	case FrameClose:
 		if n != 1 || (FrameType(f.Payload[0]) != FrameData && FrameType(f.Payload[0]) != FrameStdin) {
-			return protoErr("close frame must name the data or stdin stream")
+			return ProtoErr("close frame must name the data or stdin stream")
 		}
 	case FrameCredit:
 		if n != 5 {
-			return protoErr("credit frame of %d bytes, want 5", n)
+			return ProtoErr("credit frame of %d bytes, want 5", n)
 		}
 		if s := FrameType(f.Payload[0]); s != FrameStdin && s != FrameStdout && s != FrameStderr {
-			return protoErr("credit for %v, which is not a command stream", s)
+			return ProtoErr("credit for %v, which is not a command stream", s)
 		}
 		if c := binary.BigEndian.Uint32(f.Payload[1:]); c == 0 || c > StreamWindow {
-			return protoErr("credit of %d bytes is outside 1..%d", c, StreamWindow)
+			return ProtoErr("credit of %d bytes is outside 1..%d", c, StreamWindow)
 		}
 	case FrameCancel:
 		if n != 0 {
-			return protoErr("cancel frame with a payload")
+			return ProtoErr("cancel frame with a payload")
 		}
 	default:
-		return protoErr("unknown frame type %d", uint8(f.Type))
+		return ProtoErr("unknown frame type %d", uint8(f.Type))
 	}
 	return nil
 }
@@ -201,10 +202,10 @@ func DecodeJSON(payload []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return protoErr("bad JSON payload: %v", err)
+		return ProtoErr("bad JSON payload: %v", err)
 	}
 	if dec.More() {
-		return protoErr("trailing bytes after the JSON payload")
+		return ProtoErr("trailing bytes after the JSON payload")
 	}
 	return nil
 }
@@ -352,7 +353,7 @@ func (w *Window) Add(n int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.avail+n > StreamWindow {
-		return protoErr("credit of %d bytes overflows the window", n)
+		return ProtoErr("credit of %d bytes overflows the window", n)
 	}
 	w.avail += n
 	w.cond.Broadcast()
@@ -395,10 +396,10 @@ func (q *Inbox) Put(p []byte) error {
 		return nil // the consumer is gone: drop
 	}
 	if q.closed {
-		return protoErr("stream data after its close")
+		return ProtoErr("stream data after its close")
 	}
 	if q.held+len(p) > StreamWindow {
-		return protoErr("%d bytes sent over the window", q.held+len(p)-StreamWindow)
+		return ProtoErr("%d bytes sent over the window", q.held+len(p)-StreamWindow)
 	}
 	q.held += len(p)
 	q.chunks = append(q.chunks, bytes.Clone(p))
