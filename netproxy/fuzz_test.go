@@ -157,6 +157,7 @@ func FuzzServeConn(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	res := newHostsResolver("127.0.0.2 allowed.test\n10.0.0.1 rebind.test\n")
+	resolvesTo := map[string]netip.Addr{"allowed.test": netip.MustParseAddr("127.0.0.2"), "rebind.test": netip.MustParseAddr("10.0.0.1")}
 	list := mustList(f, []string{"allowed.test", "rebind.test", "127.0.0.2"}, []string{"127.0.0.2:8080"})
 	var mu sync.Mutex
 	var dials []string
@@ -211,7 +212,14 @@ func FuzzServeConn(f *testing.F) {
 			if err != nil {
 				t.Fatalf("reported %q", hp)
 			}
-			if list.Allows(host, atoi(port)) && host != "rebind.test" {
+			// A name the list allows is still refused when its address is
+			// not allowed (rebind.test) or is denied at that port
+			// (allowed.test is 127.0.0.2, whose port 8080 is denied).
+			n, _ := normalizeName(host)
+			if a, ok := resolvesTo[n]; ok && (n == "rebind.test" || list.DeniesAddr(a, atoi(port))) {
+				continue
+			}
+			if list.Allows(host, atoi(port)) {
 				t.Fatalf("reported %q, which the list allows", hp)
 			}
 		}
