@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/seccomp"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -227,7 +228,7 @@ func (b *builder) seccomp() error {
 // seccompFilters is Program assembled for the kernel, made once: the
 // kernel copies it, so every program may point at the same one.
 var seccompFilters = sync.OnceValues(func() ([]unix.SockFilter, error) {
-	prog, err := Program()
+	prog, err := seccomp.Program()
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/seccomp"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -73,7 +73,7 @@ func Layers() []Layer {
 		ll.Detail = "not available in this kernel (CONFIG_SECURITY_LANDLOCK, lsm=landlock): mount namespaces still confine paths"
 	}
 	out = append(out, ll)
-	sc := Layer{Name: "seccomp", Active: helper.SeccompSupported(), Detail: "denies ptrace, mounts, namespaces, keyrings, bpf, perf, modules, kexec, userfaultfd, io_uring, unix/packet/raw sockets, set-user-ID and set-group-ID files, leases, typing into terminals"}
+	sc := Layer{Name: "seccomp", Active: seccomp.Supported(), Detail: "denies ptrace, mounts, namespaces, keyrings, bpf, perf, modules, kexec, userfaultfd, io_uring, unix/packet/raw sockets, set-user-ID and set-group-ID files, leases, typing into terminals"}
 	out = append(out, sc)
 	out = append(out, Layer{Name: "no_new_privs+capabilities", Active: true, Detail: "no_new_privs set; bounding, ambient, effective and permitted sets emptied; root regains nothing at exec"})
 	out = append(out, Layer{Name: "rlimits", Active: true, Detail: "cpu time, file size, open files, processes (per user namespace), memory (private writable per process), core dumps off; a quarter of the host user's inotify, fanotify, message-queue, signal and locked-memory counts"})

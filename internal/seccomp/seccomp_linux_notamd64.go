@@ -1,6 +1,6 @@
 //go:build linux && !amd64
 
-package helper
+package seccomp
 
 // Outside amd64 (arm64 included) there are only the *at forms of these
 // (openat, fchmodat), and no port I/O or uselib: their rules are left

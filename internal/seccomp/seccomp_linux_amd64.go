@@ -1,4 +1,4 @@
-package helper
+package seccomp
 
 import "golang.org/x/sys/unix"
 

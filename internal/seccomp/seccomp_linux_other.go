@@ -1,6 +1,6 @@
 //go:build linux && !amd64 && !arm64
 
-package helper
+package seccomp
 
 // hutch has system-call numbers for amd64 and arm64 only. Elsewhere
 // auditArch is zero and Program returns an error: sandboxes that need

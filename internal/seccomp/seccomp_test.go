@@ -1,4 +1,6 @@
-package helper
+//go:build linux
+
+package seccomp
 
 import (
 	"bytes"
@@ -358,7 +360,7 @@ func TestSeccompRules(t *testing.T) {
 	}
 }
 
-// SeccompSupported is true where the kernel has seccomp (hutch's
+// Supported is true where the kernel has seccomp (hutch's
 // sandboxes need its filters, so a host that runs these tests has them),
 // and installs nothing.
 func TestSeccompSupported(t *testing.T) {
@@ -381,10 +383,10 @@ func TestSeccompSupported(t *testing.T) {
 	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == unix.EINVAL {
 		t.Skip("no seccomp here (a kernel without it, or qemu-user)")
 	}
-	if !SeccompSupported() {
-		t.Error("SeccompSupported is false on a kernel with seccomp")
+	if !Supported() {
+		t.Error("Supported is false on a kernel with seccomp")
 	}
 	if after := status(); !bytes.Equal(before, after) {
-		t.Errorf("SeccompSupported changed the process: %q, then %q", before, after)
+		t.Errorf("Supported changed the process: %q, then %q", before, after)
 	}
 }

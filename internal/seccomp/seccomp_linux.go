@@ -1,4 +1,4 @@
-package helper
+package seccomp
 
 import (
 	"fmt"
@@ -454,14 +454,14 @@ func (a *bpfAsm) skip(index int, l label) (uint8, error) {
 	return uint8(n), nil
 }
 
-// SeccompSupported reports whether this kernel can load Program: it has
+// Supported reports whether this kernel can load Program: it has
 // the seccomp system call with filter mode (CONFIG_SECCOMP_FILTER) and
 // the kill-process action Program uses (Linux 4.14). It installs nothing:
 // the first probe only asks, the second passes no program and fails
 // before anything is loaded — with EFAULT where filters are supported,
 // EINVAL where they are not. A filter already on this process that
 // refuses seccomp makes it false, rightly: hutch could not load its own.
-func SeccompSupported() bool {
+func Supported() bool {
 	action := uint32(unix.SECCOMP_RET_KILL_PROCESS)
 	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action))); e != 0 {
 		return false
