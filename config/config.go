@@ -1,0 +1,178 @@
+// Package config builds what a front end of hutch needs — the sandbox of a
+// tier, the permission gate with its approval store and audit log, the
+// fetcher and the search backend — from [Settings], which come from flags
+// or a YAML file ([Load]). The CLI ("hutch run", "hutch mcp") and the MCP
+// server's front end use it, so that each of them only wires flags to it
+// and serves what it built.
+//
+// [New] builds everything a tool front end serves and returns it as a
+// [Built], whose Close releases what was opened; [OpenSandbox] opens the
+// sandbox alone, for a front end that runs commands without tools.
+// Problems with the settings themselves are errors matching [ErrConfig];
+// the packages it calls report theirs with their own sentinels
+// (permission.ErrConfig, policy.ErrConfig, tool.ErrConfig,
+// sandbox.ErrConfig), and every one of them matches cfgerr.ErrAny.
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
+	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox/container"
+	"github.com/hutchsandbox/hutch/tier"
+	"github.com/hutchsandbox/hutch/tool"
+)
+
+// ErrConfig is matched by every error about the settings themselves (a
+// setting for another tier, a missing root, a malformed duration or URL, a
+// settings file that does not parse). It matches cfgerr.ErrAny too.
+var ErrConfig = cfgerr.New("invalid settings")
+
+// Settings are the knobs of a front end ("hutch mcp", "hutch run"), from
+// flags or a YAML file with the same keys. The zero value is the virtual
+// tier in read_only mode with no store, no audit log, no fetch and no
+// search.
+type Settings struct {
+	Tier       string   `yaml:"tier"`
+	Root       string   `yaml:"root"`
+	Mode       string   `yaml:"mode"`
+	Allow      []string `yaml:"allow"`
+	FetchAllow []string `yaml:"fetch_allow"`
+	SearchURL  string   `yaml:"search_url"`
+	Store      string   `yaml:"store"`
+	// DecisionTTL is how long a person's decision covers its call
+	// ("24h", the default when empty; "0": no expiry).
+	DecisionTTL string `yaml:"decision_ttl"`
+	Audit       string `yaml:"audit"`
+	// HTTP, HTTPTokenFile and HTTPNoAuth are the MCP server's transport
+	// settings (the address to serve, the bearer token's file, an explicit
+	// opt-out of authentication). New does not read them; the server's
+	// front end passes them to the server.
+	HTTP          string `yaml:"http"`
+	HTTPTokenFile string `yaml:"http_token_file"`
+	HTTPNoAuth    bool   `yaml:"http_no_auth"`
+	// PolicyFile is the isolated tier's YAML policy (default: the default
+	// policy); Root, when set, is added to it as the writable start
+	// directory.
+	PolicyFile string `yaml:"policy"`
+	// Isolation, when set (from command-line flags), is the isolated
+	// tier's policy, before Root is added; for the container tier it is
+	// mapped onto the container (its paths become binds).
+	Isolation *policy.Policy `yaml:"-"`
+	// Image and Runtime choose the container tier's image (required) and
+	// runtime (docker, podman or apple).
+	Image   string `yaml:"image"`
+	Runtime string `yaml:"runtime"`
+	// Container, when set (from command-line flags), holds every container
+	// option; Image and Runtime above fill it when it lacks them.
+	Container *container.Options `yaml:"-"`
+	// Asker decides privileged actions in ask mode (the MCP server passes
+	// its own, which asks the person through the client); it is not used
+	// in other modes. Nil in ask mode denies every privileged action.
+	Asker permission.Asker `yaml:"-"`
+}
+
+// Load reads a YAML settings file strictly: unknown keys, values of the
+// wrong type and trailing documents are errors matching ErrConfig that name
+// the file. Load checks no values; New does.
+func Load(path string) (Settings, error) {
+	var s Settings
+	if err := policy.DecodeYAMLFile(path, &s); err != nil {
+		return s, fmt.Errorf("%w: config %v", ErrConfig, err)
+	}
+	return s, nil
+}
+
+// Built is what New opened for a front end. Close it when the front end
+// stops; until then it is safe to share between sessions (as its parts
+// are).
+type Built struct {
+	// Tools is the template of every session's toolset: Sandbox and Gate
+	// always, Fetcher only with fetch_allow, Search only with search_url.
+	Tools tool.Options
+	// StorePath is the approval store's absolute path ("" without a
+	// store), for the approving command a front end shows the person.
+	StorePath string
+	// Notes are what the sandbox cannot enforce of what was asked, one
+	// line each; a front end must show them to the operator.
+	Notes []string
+
+	closers []func() error
+}
+
+// New checks s and opens, in this order, the approval store and the audit
+// log, the gate, the sandbox of s.Tier (virtual when empty), the fetcher
+// and the search backend. When a step fails, what earlier steps opened is
+// closed before New returns the error, so a failed New leaks nothing.
+//
+// Besides OpenSandbox's checks, New refuses the local tier without a root,
+// or rooted at "/": its file tools would reach the whole filesystem, and
+// an MCP client, not the person, picks the working directory.
+func New(ctx context.Context, s Settings) (_ *Built, err error) {
+	if s.Tier == "" {
+		s.Tier = tier.Virtual
+	}
+	if err := s.checkTier(); err != nil {
+		return nil, err
+	}
+	if err := s.checkLocalRoot(); err != nil {
+		return nil, err
+	}
+	b := &Built{}
+	defer func() {
+		if err != nil {
+			_ = b.Close()
+		}
+	}()
+	if b.Tools.Gate, err = b.openGate(s); err != nil {
+		return nil, err
+	}
+	if b.Tools.Sandbox, b.Notes, err = openTier(ctx, s); err != nil {
+		return nil, err
+	}
+	b.onClose(b.Tools.Sandbox.Close)
+	if b.Tools.Fetcher, err = fetcher(s); err != nil {
+		return nil, err
+	}
+	if b.Tools.Search, err = search(s); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// onClose adds a release step, run by Close before the ones added earlier.
+func (b *Built) onClose(f func() error) { b.closers = append(b.closers, f) }
+
+// Close releases what New opened, the last opened first (the sandbox
+// before the audit log), and returns their errors joined. Calls after the
+// first do nothing.
+func (b *Built) Close() error {
+	var errs []error
+	for _, f := range slices.Backward(b.closers) {
+		errs = append(errs, f())
+	}
+	b.closers = nil
+	return errors.Join(errs...)
+}
+
+// checkLocalRoot refuses a local tier without a root, or rooted at "/".
+func (s Settings) checkLocalRoot() error {
+	if s.Tier != tier.Local {
+		return nil
+	}
+	// The MCP client picks the server's working directory (often "/"),
+	// so the local tier's root must be named, and never be "/".
+	if s.Root == "" {
+		return fmt.Errorf("%w: the local tier needs --root DIR (the directory file tools are guarded to)", ErrConfig)
+	}
+	if abs, err := filepath.Abs(s.Root); err == nil && abs == "/" {
+		return fmt.Errorf("%w: refusing --root /: it would guard file tools to the whole filesystem; name the workspace directory", ErrConfig)
+	}
+	return nil
+}

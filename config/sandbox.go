@@ -1,0 +1,106 @@
+package config
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/container"
+	"github.com/hutchsandbox/hutch/tier"
+)
+
+// OpenSandbox opens the sandbox of s.Tier, which must name a tier (an empty
+// name is an error here; New reads it as virtual), from the tier settings
+// of s: Root, PolicyFile or Isolation, Image, Runtime and Container. It
+// returns the notes of what the sandbox cannot enforce of what was asked,
+// which the caller must show. Close the sandbox when done.
+//
+// Settings for another tier are refused (ErrConfig), never ignored: a
+// policy that would not apply would leave the shell unconfined. Errors of
+// the tier itself match sandbox.ErrConfig or sandbox.ErrUnsupported.
+// OpenSandbox reads nothing of the gate, fetch or search settings.
+func OpenSandbox(ctx context.Context, s Settings) (sandbox.Sandbox, []string, error) {
+	if err := s.checkTier(); err != nil {
+		return nil, nil, err
+	}
+	return openTier(ctx, s)
+}
+
+// checkTier refuses settings that apply to another tier than s.Tier.
+func (s Settings) checkTier() error {
+	if (s.PolicyFile != "" || s.Isolation != nil) && s.Tier != tier.Isolated && s.Tier != tier.Container {
+		return fmt.Errorf("%w: a policy (policy, --policy and the policy flags) applies to the isolated or container tier, not %s", ErrConfig, s.Tier)
+	}
+	if (s.Image != "" || s.Runtime != "" || s.Container != nil) && s.Tier != tier.Container {
+		return fmt.Errorf("%w: image, runtime and the container flags apply to the container tier, not %s", ErrConfig, s.Tier)
+	}
+	return nil
+}
+
+// openTier opens the sandbox of checked settings and collects its notes.
+func openTier(ctx context.Context, s Settings) (sandbox.Sandbox, []string, error) {
+	var notes []string
+	tcfg, err := tierConfig(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	tcfg.Note = func(n string) { notes = append(notes, n) }
+	sb, err := tier.Open(ctx, s.Tier, tcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sb, notes, nil
+}
+
+// tierConfig is what tier.Open needs of s: the root, the container's
+// options and the policy, each only for the tiers that use it.
+func tierConfig(s Settings) (tier.Config, error) {
+	tcfg := tier.Config{Root: s.Root}
+	if s.Tier == tier.Container {
+		tcfg.Container = containerOptions(s)
+	}
+	if s.Tier == tier.Isolated || s.Tier == tier.Container && (s.Isolation != nil || s.PolicyFile != "" || s.Root != "") {
+		pol, err := isolationPolicy(s)
+		if err != nil {
+			return tcfg, err
+		}
+		tcfg.Policy = &pol
+	}
+	return tcfg, nil
+}
+
+// containerOptions is s.Container (or none) with Image and Runtime filled
+// from s where it lacks them.
+func containerOptions(s Settings) *container.Options {
+	o := container.Options{}
+	if s.Container != nil {
+		o = *s.Container
+	}
+	if o.Image == "" {
+		o.Image = s.Image
+	}
+	if o.Runtime == "" {
+		o.Runtime = container.Runtime(s.Runtime)
+	}
+	return &o
+}
+
+// isolationPolicy is s.Isolation, or the policy file, or the default
+// policy, with Root added as the writable start directory when set.
+func isolationPolicy(s Settings) (policy.Policy, error) {
+	pol := policy.Default()
+	switch {
+	case s.Isolation != nil:
+		pol = *s.Isolation
+	case s.PolicyFile != "":
+		var err error
+		if pol, err = policy.Load(s.PolicyFile); err != nil {
+			return pol, err
+		}
+	}
+	if s.Root != "" {
+		pol = pol.Extend(policy.Policy{Write: []string{s.Root}, Dir: s.Root})
+	}
+	return pol, nil
+}
