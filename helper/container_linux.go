@@ -19,10 +19,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/hostfs"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
-	"github.com/hutchsandbox/hutch/sandbox/local"
 )
 
 // The container tier's helper: hutch's own static binary, mounted
@@ -157,7 +157,7 @@ func containerInit(untilEOF bool, ready string) int {
 // so symbolic links are resolved where they live; commands go to reapers.
 type streamServer struct {
 	fw    *wire.FrameWriter
-	files *local.Sandbox
+	files *hostfs.FS
 	base  map[string]string // PATH, HOME, LANG as the container gives them
 	// limits are the container's own cgroup counters, read around each
 	// command to tell which limit (memory, pids) it hit.
@@ -185,7 +185,7 @@ type srvOp struct {
 
 func serveStream(in io.Reader, out io.Writer, root string, lim CommandLimits) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
-	files, err := local.New(context.Background(), local.Options{Dir: root})
+	files, err := hostfs.New(root, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1

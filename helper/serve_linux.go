@@ -19,10 +19,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/hostfs"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
-	"github.com/hutchsandbox/hutch/sandbox/local"
 )
 
 // server answers the host's requests inside the sandbox. File operations
@@ -34,7 +34,7 @@ import (
 type server struct {
 	conn      *wire.Conn
 	job       wire.Job
-	files     *local.Sandbox
+	files     *hostfs.FS
 	mu        sync.Mutex
 	execs     map[uint64]*exec.Cmd
 	cancelled map[uint64]bool // cancels that came before their exec started
@@ -50,7 +50,7 @@ type server struct {
 // newServer opens the file tools' guard at the policy's start directory,
 // inside the finished sandbox.
 func newServer(conn *wire.Conn, job wire.Job) (*server, error) {
-	files, err := local.New(context.Background(), local.Options{Dir: job.Policy.Dir})
+	files, err := hostfs.New(job.Policy.Dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("the start directory: %w", err)
 	}

@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/hostfs"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -36,12 +36,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	done, err := s.begin(ctx)
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	wd, cwd, err := s.workDir(cmd.Dir)
-	done() // a running command does not hold Close back
+	wd, cwd, err := hostfs.WorkDir(ctx, s.FS, cmd.Dir)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
@@ -55,25 +50,6 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
 	return run(ctx, cmd, argv, wd, cwd, env)
-}
-
-// workDir opens a Command.Dir inside the root and returns it with its host
-// path. The command starts in the opened directory (see chdirPath), so a
-// path component swapped for a link after this check cannot move it out.
-func (s *Sandbox) workDir(dir string) (*os.File, string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	rel, err := s.resolve("exec", dir)
-	if err != nil {
-		return nil, "", err
-	}
-	// O_DIRECTORY: a FIFO (or anything else) fails with ENOTDIR at once.
-	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, "", mapErr("exec", dir, err)
-	}
-	return f, filepath.Join(s.dir, filepath.FromSlash(rel)), nil
 }
 
 // chdirPath is the directory the child changes into: the already opened wd

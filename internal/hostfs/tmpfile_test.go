@@ -1,4 +1,4 @@
-package local
+package hostfs
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestWriteFallsBackToANamedTemporaryFile(t *testing.T) {
 			defer func() { openTemp, linkTemp = o, l }()
 			c.set()
 			dir := t.TempDir()
-			sb, err := New(context.Background(), Options{Dir: dir})
+			sb, err := New(dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
