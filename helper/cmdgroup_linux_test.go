@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/wire"
 )
@@ -70,7 +71,7 @@ func TestCommandJoinsThreadedGroupUnderSeccomp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c.ExtraFiles = placeGroupFiles(nil, f, nil) // no count: the job has no process limit
+	c.ExtraFiles = boundary.PlaceGroupFiles(nil, f, nil) // no count: the job has no process limit
 	out, err := c.CombinedOutput()
 	text := string(out)
 	if !strings.Contains(text, "control ok") {

@@ -6,17 +6,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/seccomp"
 	"github.com/hutchsandbox/hutch/internal/wire"
-	"github.com/hutchsandbox/hutch/policy"
-	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // confineOps appends the layers that work per process, in an order where
@@ -38,63 +36,9 @@ func confineOps(b *builder, job wire.Job) error {
 
 // limits appends the policy's resource limits that rlimits enforce.
 func (b *builder) limits(job wire.Job) {
-	for _, r := range append(rlimits(job.Policy.Limits, job.PidsByCgroup), quotaRlimits(job.Quotas)...) {
-		b.call(r.name+" limit", unix.SYS_PRLIMIT64, 0, uintptr(r.resource), ptr(b, &unix.Rlimit{Cur: r.cur, Max: r.max}), 0)
+	for _, r := range append(boundary.Rlimits(job.Policy.Limits, job.PidsByCgroup), boundary.QuotaRlimits(job.Quotas)...) {
+		b.call(r.Name+" limit", unix.SYS_PRLIMIT64, 0, uintptr(r.Resource), ptr(b, &unix.Rlimit{Cur: r.Cur, Max: r.Max}), 0)
 	}
-}
-
-// rlimit is a resource limit a sandbox's processes get: soft cur, hard
-// max, in unit; fix is the shell command that raises this process's hard
-// limit.
-type rlimit struct {
-	resource  int
-	cur, max  uint64
-	name      string
-	unit, fix string
-}
-
-// rlimits are the policy's limits that rlimits enforce, and no core
-// files; a process limit only without a pids cgroup (counted per user
-// namespace: only the sandbox's processes).
-func rlimits(l policy.Limits, pidsByCgroup bool) []rlimit {
-	rs := []rlimit{{unix.RLIMIT_CORE, 0, 0, "core", "", ""}}
-	if l.CPUTime > 0 {
-		// SIGXCPU at the limit, SIGKILL a second later for programs that
-		// catch it.
-		secs := uint64(l.CPUTime / time.Second) // rounded up, without overflow
-		if l.CPUTime%time.Second != 0 {
-			secs++
-		}
-		rs = append(rs, rlimit{unix.RLIMIT_CPU, secs, secs + 1, "cpu", " s", "ulimit -Ht"})
-	}
-	if l.FileSize > 0 {
-		rs = append(rs, rlimit{unix.RLIMIT_FSIZE, uint64(l.FileSize), uint64(l.FileSize), "file size", " bytes", "ulimit -Hf"})
-	}
-	if l.OpenFiles > 0 {
-		rs = append(rs, rlimit{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles), "open files", "", "ulimit -Hn"})
-	}
-	if l.Processes > 0 && !pidsByCgroup {
-		rs = append(rs, rlimit{unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes), "processes", "", "ulimit -Hu"})
-	}
-	return rs
-}
-
-// CheckHardLimits refuses, as a configuration error naming the hard limit
-// and the fix, a policy limit that needs a hard rlimit above the one this
-// process runs under: no process in a sandbox may raise a hard limit (the
-// capability counts only in the host's user namespace), so the sandbox
-// could not be built. pidsByCgroup is whether a pids cgroup, not
-// RLIMIT_NPROC, bounds processes.
-func CheckHardLimits(l policy.Limits, pidsByCgroup bool) error {
-	for _, r := range rlimits(l, pidsByCgroup) {
-		var now unix.Rlimit
-		if r.max == 0 || unix.Getrlimit(r.resource, &now) != nil || r.max <= now.Max {
-			continue
-		}
-		return fmt.Errorf("%w: the policy's %s limit needs a hard limit of %d%s, above the %d%s hutch runs under: lower it, or raise hutch's hard limit (%s) before starting hutch",
-			sandbox.ErrConfig, r.name, r.max, r.unit, now.Max, r.unit, r.fix)
-	}
-	return nil
 }
 
 // Landlock filesystem rights by ABI version.

@@ -6,21 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"golang.org/x/sys/unix"
 )
 
 func TestServeArgs(t *testing.T) {
 	for _, c := range []struct {
 		args    []string
-		lim     CommandLimits
+		lim     boundary.CommandLimits
 		root    string
 		wantErr string
 	}{
 		{args: []string{"/w"}, root: "/w"},
-		{args: []string{"--cpu-time=2", "/w"}, lim: CommandLimits{CPUSeconds: 2}, root: "/w"},
-		{args: []string{"--open-files=16", "/w"}, lim: CommandLimits{OpenFiles: 16}, root: "/w"},
-		{args: []string{"--open-files=64", "--cpu-time=2", "/w"}, lim: CommandLimits{CPUSeconds: 2, OpenFiles: 64}, root: "/w"},
-		{args: []string{"--cpu-time=4294967295", "/w"}, lim: CommandLimits{CPUSeconds: 4294967295}, root: "/w"},
+		{args: []string{"--cpu-time=2", "/w"}, lim: boundary.CommandLimits{CPUSeconds: 2}, root: "/w"},
+		{args: []string{"--open-files=16", "/w"}, lim: boundary.CommandLimits{OpenFiles: 16}, root: "/w"},
+		{args: []string{"--open-files=64", "--cpu-time=2", "/w"}, lim: boundary.CommandLimits{CPUSeconds: 2, OpenFiles: 64}, root: "/w"},
+		{args: []string{"--cpu-time=4294967295", "/w"}, lim: boundary.CommandLimits{CPUSeconds: 4294967295}, root: "/w"},
 		{args: nil, wantErr: "want one root"},
 		{args: []string{""}, wantErr: "not an absolute path"},
 		{args: []string{"w"}, wantErr: "not an absolute path"},
@@ -66,7 +67,7 @@ func FuzzServeArgs(f *testing.F) {
 		if !path.IsAbs(root) || root != args[len(args)-1] {
 			t.Fatalf("%q: root %q", args, root)
 		}
-		if lim.CPUSeconds > 1<<32-1 || (lim.OpenFiles != 0 && lim.OpenFiles < MinOpenFiles) || lim.OpenFiles > 1<<32-1 {
+		if lim.CPUSeconds > 1<<32-1 || (lim.OpenFiles != 0 && lim.OpenFiles < boundary.MinOpenFiles) || lim.OpenFiles > 1<<32-1 {
 			t.Fatalf("%q: limits %+v", args, lim)
 		}
 		if set := btoi(lim.CPUSeconds != 0) + btoi(lim.OpenFiles != 0); set != len(args)-1 {

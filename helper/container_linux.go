@@ -1,7 +1,6 @@
 package helper
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/hostfs"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
@@ -35,10 +35,6 @@ import (
 //
 // Roles are chosen by argv[0]'s base name and the first argument, so a
 // normal invocation of hutch never takes them.
-
-// ContainerHelperName is the argv[0] base name that selects a container
-// helper role.
-const ContainerHelperName = "hutch-helper"
 
 // containerMain runs the role args names; ok is false when args name none
 // (the program then carries on as itself).
@@ -72,30 +68,19 @@ func containerMain(args []string) (code int, ok bool) {
 	return 0, false
 }
 
-// CommandLimits are the resource limits the container helper sets on each
-// command it starts, rather than the runtime on the whole container: hutch's
-// own long-lived server must not live under them (a CPU-time limit would
-// kill it once a session's output had cost it that much; an open-files
-// limit small enough for a command leaves it no descriptors for the
-// command's pipes). 0 means none.
-type CommandLimits struct {
-	CPUSeconds uint64 // RLIMIT_CPU soft; SIGKILL one second later
-	OpenFiles  uint64 // RLIMIT_NOFILE, soft and hard
-}
-
 // serveArgs reads serve's arguments: the optional limits
 // (--cpu-time=SECONDS, a whole number from 1 up; --open-files=N, from
 // MinOpenFiles up), each at most once, then the root, an absolute path.
-func serveArgs(args []string) (lim CommandLimits, root string, err error) {
+func serveArgs(args []string) (lim boundary.CommandLimits, root string, err error) {
 	for len(args) > 1 {
 		name, v, _ := strings.Cut(args[0], "=")
 		var dst *uint64
-		lo, hi := uint64(1), uint64(MaxCPUSeconds)
+		lo, hi := uint64(1), uint64(boundary.MaxCPUSeconds)
 		switch name {
 		case "--cpu-time":
 			dst = &lim.CPUSeconds
 		case "--open-files":
-			dst, lo, hi = &lim.OpenFiles, MinOpenFiles, 1<<32-1
+			dst, lo, hi = &lim.OpenFiles, boundary.MinOpenFiles, 1<<32-1
 		default:
 			return lim, "", fmt.Errorf("unknown option %q", args[0])
 		}
@@ -161,10 +146,10 @@ type streamServer struct {
 	base  map[string]string // PATH, HOME, LANG as the container gives them
 	// limits are the container's own cgroup counters, read around each
 	// command to tell which limit (memory, pids) it hit.
-	limits CgroupFiles
+	limits boundary.CgroupFiles
 	// cmdLimits bind every command: each reaper is given them before it
 	// starts one, and hands them down. The server itself lives without.
-	cmdLimits CommandLimits
+	cmdLimits boundary.CommandLimits
 
 	mu   sync.Mutex
 	ops  map[uint64]*srvOp
@@ -183,14 +168,14 @@ type srvOp struct {
 	cancelOnce     sync.Once
 }
 
-func serveStream(in io.Reader, out io.Writer, root string, lim CommandLimits) int {
+func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandLimits) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
 	files, err := hostfs.New(root, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
-	s := &streamServer{fw: wire.NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
+	s := &streamServer{fw: wire.NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
 	defer s.shutdown()
 	go s.prewarm()
 	if err := s.fw.WriteJSON(wire.FrameHello, 0, wire.Hello{Version: wire.StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
@@ -604,7 +589,7 @@ func (s *streamServer) startReaper() (*reaperProc, error) {
 	}
 	defer child.Close()
 	c := exec.Command("/proc/self/exe", "reaper")
-	c.Args[0] = ContainerHelperName
+	c.Args[0] = boundary.ContainerHelperName
 	c.Dir = "/"
 	c.Env = []string{}
 	c.ExtraFiles = []*os.File{child}
@@ -620,15 +605,15 @@ func (s *streamServer) startReaper() (*reaperProc, error) {
 		return nil, fmt.Errorf("starting a reaper: %w", err)
 	}
 	r := &reaperProc{cmd: c, conn: conn}
-	if err := s.cmdLimits.set(c.Process.Pid); err != nil {
+	if err := setLimits(s.cmdLimits, c.Process.Pid); err != nil {
 		r.discard()
 		return nil, fmt.Errorf("setting a reaper's limits: %w", err)
 	}
 	return r, nil
 }
 
-// set gives process pid the limits (none for a 0).
-func (l CommandLimits) set(pid int) error {
+// setLimits gives process pid the limits l (none for a 0).
+func setLimits(l boundary.CommandLimits, pid int) error {
 	if l.CPUSeconds > 0 {
 		lim := unix.Rlimit{Cur: l.CPUSeconds, Max: l.CPUSeconds + 1}
 		if err := unix.Prlimit(pid, unix.RLIMIT_CPU, &lim, nil); err != nil {
@@ -817,50 +802,14 @@ func readProc(pid int) (proc, bool) {
 	return parseStat(pid, b)
 }
 
-// PIDNamespace is the inode number of this process's PID namespace,
-// which tells it from another namespace on this boot; 0 when /proc does
-// not say.
-func PIDNamespace() uint64 {
-	if fi, err := os.Stat("/proc/self/ns/pid"); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			return st.Ino
-		}
-	}
-	return 0
-}
-
-// ProcessStart is pid's start time, in clock ticks after boot (field 22
-// of /proc/PID/stat), which tells a process from a later one given the
-// same PID. The error wraps fs.ErrNotExist when there is no such process.
-func ProcessStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	p, ok := parseStat(pid, b)
-	if !ok {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected contents", pid)
-	}
-	return p.start, nil
-}
-
-// parseStat reads the fields after the command name, which may itself
-// hold spaces and parentheses: state (3), ppid (4), starttime (22).
+// parseStat reads pid's /proc/PID/stat contents b (see
+// [boundary.ParseStat]).
 func parseStat(pid int, b []byte) (proc, bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	ppid, zombie, start, ok := boundary.ParseStat(b)
+	if !ok {
 		return proc{}, false
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return proc{}, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
-		return proc{}, false
-	}
-	return proc{pid: pid, ppid: ppid, zombie: f[0] == "Z" || f[0] == "X", start: start}, true
+	return proc{pid: pid, ppid: ppid, zombie: zombie, start: start}, true
 }
 
 // descendants lists every process below root, from one pass over /proc.

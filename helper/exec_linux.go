@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
@@ -32,7 +33,7 @@ func execMain() int {
 	jobFile, statusFile := os.NewFile(3, "job"), os.NewFile(4, "status")
 	// fd 4, like every other inherited descriptor, is close-on-exec (Main
 	// saw to it): the command cannot forge its status.
-	stderr := os.NewFile(ExecStderrFD, "stderr")
+	stderr := os.NewFile(boundary.ExecStderrFD, "stderr")
 	job, err := decodeJob(jobFile)
 	jobFile.Close()
 	if err != nil {

@@ -28,15 +28,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/wire"
-)
-
-// The argv[0] values that select a helper role. They cannot be confused
-// with a real invocation: no program is started with these names.
-const (
-	InitName   = "hutch-sandbox-init"
-	ExecName   = "hutch-sandbox-exec"
-	RunnerName = "hutch-sandbox-runner"
 )
 
 var ready atomic.Bool
@@ -51,17 +44,17 @@ func Main() {
 	closeInheritedOnExec()
 	if len(os.Args) > 0 {
 		switch os.Args[0] {
-		case InitName:
+		case boundary.InitName:
 			reserveThreads(serverThreads)
 			os.Exit(initMain())
-		case ExecName:
+		case boundary.ExecName:
 			reserveThreads(starterThreads)
 			os.Exit(execMain())
-		case RunnerName:
+		case boundary.RunnerName:
 			reserveThreads(starterThreads)
 			os.Exit(runnerMain())
 		}
-		if filepath.Base(os.Args[0]) == ContainerHelperName {
+		if filepath.Base(os.Args[0]) == boundary.ContainerHelperName {
 			if code, ok := containerMain(os.Args[1:]); ok {
 				os.Exit(code)
 			}
@@ -73,15 +66,6 @@ func Main() {
 // Ready reports whether Main was called in this process, so re-executing
 // the binary as a helper is safe.
 func Ready() bool { return ready.Load() }
-
-// HelperEnv is the whole environment hutch gives its own processes in a
-// sandbox (a session's init, runners, exec helpers). It stops the Go
-// runtime's cgroup CPU-limit reader, which otherwise opens the host's
-// cpu.cfs_quota_us and cpu.cfs_period_us at start (before the init
-// changes root) and keeps them open for the life of the process: no
-// descriptor opened on the host may live on inside. Their GOMAXPROCS is
-// then the CPUs they may run on.
-var HelperEnv = []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
 
 // Policy and job files carry JSON; decoding is strict.
 func decodeJob(f *os.File) (wire.Job, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 )
@@ -42,7 +43,7 @@ func initMain() int {
 		if err != nil {
 			return fail(unsupported(err))
 		}
-		bridge(wire.NewConn(NetFD), ls)
+		bridge(wire.NewConn(boundary.NetFD), ls)
 	}
 	s, err := newServer(conn, job)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/nofile"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
@@ -100,7 +101,7 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	// sandbox's own groups: /proc shows them as "/", never a host path.
 	b.call("new cgroup namespace", unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP)
 	b.call("new session", unix.SYS_SETSID)
-	b.retitle(InitName)
+	b.retitle(boundary.InitName)
 	if err := b.root(job.Policy, job.Quotas); err != nil {
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, err)
 	}
@@ -146,7 +147,7 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 		return st, false, fmt.Errorf("%w: %v", sandbox.ErrConfig, err)
 	}
 
-	flags := CloneFlags(job.Policy.Network == policy.NetworkAll)
+	flags := boundary.CloneFlags(job.Policy.Network == policy.NetworkAll)
 	// The child dies with this thread (PR_SET_PDEATHSIG): keep it until
 	// the child is gone.
 	runtime.LockOSThread()
@@ -227,16 +228,6 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", kind, p.failure(int(rec.Op), uintptr(rec.Errno)))
 	}
 	return statusOf(unix.WaitStatus(rec.Status), &rec.Rusage), false, nil
-}
-
-// CloneFlags are the namespaces every isolated sandbox gets: user, mount,
-// PID, IPC, UTS, and network unless hostNetwork.
-func CloneFlags(hostNetwork bool) uintptr {
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if !hostNetwork {
-		flags |= unix.CLONE_NEWNET
-	}
-	return flags
 }
 
 // retitle appends overwriting this process's command line (a fork's is

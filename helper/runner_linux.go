@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -293,9 +294,9 @@ func startRunner(job wire.Job) (*runner, error) {
 		return nil, err
 	}
 	c := exec.Command("/proc/self/exe")
-	c.Args = []string{RunnerName}
+	c.Args = []string{boundary.RunnerName}
 	c.Dir = "/"
-	c.Env = HelperEnv
+	c.Env = boundary.HelperEnv
 	c.ExtraFiles = groupExtraFiles(job, []*os.File{child})
 	c.SysProcAttr = helperAttrs()
 	err = c.Start()

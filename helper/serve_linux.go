@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/hostfs"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
@@ -375,11 +376,11 @@ func (s *server) execHelper(req wire.Request, job wire.Job, passed []*os.File, r
 	}
 	defer diag.close()
 	c := exec.Command("/proc/self/exe")
-	c.Args = []string{ExecName}
+	c.Args = []string{boundary.ExecName}
 	c.Dir = job.Dir
-	c.Env = HelperEnv
+	c.Env = boundary.HelperEnv
 	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], diag.w
-	c.ExtraFiles = placeFile(groupExtraFiles(job, []*os.File{jobR, stW}), ExecStderrFD, passed[2])
+	c.ExtraFiles = boundary.PlaceFile(groupExtraFiles(job, []*os.File{jobR, stW}), boundary.ExecStderrFD, passed[2])
 	c.SysProcAttr = helperAttrs()
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("starting the command: %w", err)

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -40,9 +41,9 @@ func spawn(job wire.Job, prog string, setsid bool, files [3]*os.File) (int, erro
 		return 0, b.err
 	}
 	if job.CmdGroup {
-		x.group = CmdGroupFD
+		x.group = boundary.CmdGroupFD
 		if n := job.Policy.Limits.Processes; n > 0 {
-			x.count, x.maxProcs = CountFD, uint64(n)
+			x.count, x.maxProcs = boundary.CountFD, uint64(n)
 			x.full = []byte(fmt.Sprintf("the policy's %d processes are all running: ", n))
 		}
 	}

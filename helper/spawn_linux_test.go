@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/wire"
@@ -346,7 +347,7 @@ func runGroupCommand(t *testing.T, f, count *os.File, limit int) (string, string
 	argv := testenv.ProgramArgv(strconv.Itoa(limit))
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = append(os.Environ(), testenv.ProgramEnv("group-command"))
-	c.ExtraFiles = placeGroupFiles(nil, f, count)
+	c.ExtraFiles = boundary.PlaceGroupFiles(nil, f, count)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	if err := c.Run(); err != nil {

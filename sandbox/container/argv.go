@@ -271,7 +271,7 @@ const serverOpenFiles = 1024
 // perCommand reports which of the limits hutch's helper, when it runs,
 // sets on each command alone instead of the runtime on the whole container
 // (see RunArgs), so that its own long-lived server is not bound by them
-// (see helper.CommandLimits): CPU time, and open files up to
+// (see boundary.CommandLimits): CPU time, and open files up to
 // serverOpenFiles (above it the container gets the limit too: the helper
 // could not raise its commands' limit above the container's, and the
 // server has plenty there). None on Apple's runtime, which sets no

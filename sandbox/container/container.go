@@ -70,6 +70,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -836,7 +837,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 		return res, s.failed(err, isLost(err))
 	}
 	if res.Limit == "" && !res.TimedOut {
-		res.Limit = helper.RlimitHit(res.ExitCode, s.o.CPUTime > 0, s.o.FileSize > 0)
+		res.Limit = boundary.RlimitHit(res.ExitCode, s.o.CPUTime > 0, s.o.FileSize > 0)
 	}
 	return res, nil
 }

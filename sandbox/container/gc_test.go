@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/sandbox/container"
 )
 
@@ -21,7 +21,7 @@ func goneOwner(t *testing.T) string {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	start, err := helper.ProcessStart(c.Process.Pid)
+	start, err := boundary.ProcessStart(c.Process.Pid)
 	_ = c.Process.Kill()
 	_ = c.Wait()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
 )
@@ -25,7 +26,7 @@ func localHelper(t *testing.T) sandbox.Sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link := filepath.Join(t.TempDir(), helper.ContainerHelperName)
+	link := filepath.Join(t.TempDir(), boundary.ContainerHelperName)
 	if err := os.Symlink(exe, link); err != nil {
 		t.Fatal(err)
 	}

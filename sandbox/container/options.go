@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -298,10 +298,10 @@ func (o Options) normalize() (Options, error) {
 		return o, configErr("limits must not be negative")
 	case o.Memory != 0 && o.Memory < 6<<20:
 		return o, configErr("memory limit of %d bytes is below the runtimes' 6 MiB minimum", o.Memory)
-	case o.OpenFiles != 0 && o.OpenFiles < helper.MinOpenFiles:
-		return o, configErr("open-files limit %d is too small to start a command: give at least %d", o.OpenFiles, helper.MinOpenFiles)
-	case o.CPUTime > helper.MaxCPUSeconds*time.Second:
-		return o, configErr("cpu time limit %v is more than the largest hutch sets (%ds)", o.CPUTime, helper.MaxCPUSeconds)
+	case o.OpenFiles != 0 && o.OpenFiles < boundary.MinOpenFiles:
+		return o, configErr("open-files limit %d is too small to start a command: give at least %d", o.OpenFiles, boundary.MinOpenFiles)
+	case o.CPUTime > boundary.MaxCPUSeconds*time.Second:
+		return o, configErr("cpu time limit %v is more than the largest hutch sets (%ds)", o.CPUTime, boundary.MaxCPUSeconds)
 	case o.CPUTime != 0 && o.CPUTime < time.Second:
 		return o, configErr("cpu time limit %v: the kernel counts whole seconds; give at least 1s", o.CPUTime)
 	case o.PidsLimit < NoPidsLimit:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 )
 
 // processOwner identifies one process of one boot of one machine: the
@@ -47,11 +47,11 @@ func parseOwner(v string) (p processOwner, ok bool) {
 // selfProcess is this process as a container's owner; its boot is ""
 // when the kernel does not say.
 var selfProcess = sync.OnceValue(func() processOwner {
-	p := processOwner{pid: uint64(os.Getpid()), ns: helper.PIDNamespace()}
+	p := processOwner{pid: uint64(os.Getpid()), ns: boundary.PIDNamespace()}
 	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 		p.boot = strings.TrimSpace(string(b))
 	}
-	p.start, _ = helper.ProcessStart(int(p.pid))
+	p.start, _ = boundary.ProcessStart(int(p.pid))
 	return p
 })
 
@@ -86,7 +86,7 @@ func ownerGone(v string) (gone bool, why string) {
 	case p.pid > 1<<22:
 		return false, "its owner's PID is out of range"
 	}
-	start, err := helper.ProcessStart(int(p.pid))
+	start, err := boundary.ProcessStart(int(p.pid))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return true, fmt.Sprintf("its owner, PID %d, has exited", p.pid)

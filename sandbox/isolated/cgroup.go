@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -31,7 +31,7 @@ var cgroupRoot = "/sys/fs/cgroup"
 // are threaded subgroups of the sandbox's (which keeps the memory limit,
 // a domain controller's): there, as on v1, a thread may be in a group of
 // its own, and hutch's are in hutch. The helpers start each command
-// inside cmd (see helper.CommandGroup); no command runs anywhere else.
+// inside cmd (see boundary.CommandGroup); no command runs anywhere else.
 type cgroup struct {
 	dirs   map[string]string // controller -> directory
 	v2     bool
@@ -187,10 +187,10 @@ func (cg *cgroup) add(pid int) error {
 }
 
 // commandFiles opens what the sandbox's helpers need to start commands in
-// the commands' group (see helper.CommandGroup): none without a process
+// the commands' group (see boundary.CommandGroup): none without a process
 // limit. The caller closes them once the helper has its copies.
-func (cg *cgroup) commandFiles() (helper.CommandGroup, error) {
-	var g helper.CommandGroup
+func (cg *cgroup) commandFiles() (boundary.CommandGroup, error) {
+	var g boundary.CommandGroup
 	if cg == nil || !cg.pids {
 		return g, nil
 	}
@@ -216,15 +216,15 @@ func (cg *cgroup) commandFiles() (helper.CommandGroup, error) {
 	}
 	if err != nil {
 		g.Close()
-		return helper.CommandGroup{}, err
+		return boundary.CommandGroup{}, err
 	}
 	return g, nil
 }
 
 // files are the counter files of the limits set here: none for a nil
 // cgroup (no groups), whose counts are then always 0.
-func (cg *cgroup) files() helper.CgroupFiles {
-	var f helper.CgroupFiles
+func (cg *cgroup) files() boundary.CgroupFiles {
+	var f boundary.CgroupFiles
 	if cg == nil {
 		return f
 	}
@@ -291,8 +291,8 @@ var groupNameRE = regexp.MustCompile(`^hutch-([0-9]+)-([0-9]+)-([0-9]+)-[0-9a-f]
 
 // selfOwner is this process as a group's creator.
 var selfOwner = sync.OnceValue(func() groupOwner {
-	o := groupOwner{pid: uint64(os.Getpid()), ns: helper.PIDNamespace()}
-	o.start, _ = helper.ProcessStart(int(o.pid))
+	o := groupOwner{pid: uint64(os.Getpid()), ns: boundary.PIDNamespace()}
+	o.start, _ = boundary.ProcessStart(int(o.pid))
 	return o
 })
 
@@ -323,7 +323,7 @@ func ownerGone(name string) bool {
 	if o.ns == 0 || o.ns != self.ns || o == self || o.pid > 1<<22 {
 		return false
 	}
-	start, err := helper.ProcessStart(int(o.pid))
+	start, err := boundary.ProcessStart(int(o.pid))
 	if errors.Is(err, os.ErrNotExist) {
 		return true // no such process
 	}

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/wire"
@@ -951,7 +952,7 @@ func killMarked(marker string) {
 // bytes per host user through every user namespace: a command holding
 // all it could get left every other process of hutch's user (other
 // sandboxes, hutch itself) with "too many open files". A sandbox gets a
-// share (helper.QuotaShare) and cannot raise it; while a command holds
+// share (boundary.QuotaShare) and cannot raise it; while a command holds
 // all of its share, the host still gets one of each.
 func TestSandboxCannotExhaustUserQuotas(t *testing.T) {
 	inEveryMode(t, func(t *testing.T, e *env) {
@@ -999,7 +1000,7 @@ func TestSandboxCannotExhaustUserQuotas(t *testing.T) {
 		} else if _, err := fmt.Sscanf(out[i+1:], "inotify %d fanotify %d queues %d", &inotify, &fanotify, &queues); err != nil {
 			t.Fatalf("no counts: %v: %s", err, out)
 		}
-		q := helper.SandboxQuotas()
+		q := boundary.SandboxQuotas()
 		if n := q.Sysctls["max_inotify_instances"]; n == 0 || int64(inotify) > n {
 			t.Errorf("the sandbox took %d inotify instances, its share is %d", inotify, n)
 		}
@@ -1012,7 +1013,7 @@ func TestSandboxCannotExhaustUserQuotas(t *testing.T) {
 // A command's per-user rlimits are the sandbox's shares, soft and hard.
 func TestSandboxQuotaRlimits(t *testing.T) {
 	inEveryMode(t, func(t *testing.T, e *env) {
-		q := helper.SandboxQuotas()
+		q := boundary.SandboxQuotas()
 		r := e.run(t, sh("cat /proc/self/limits"))
 		for _, c := range []struct {
 			row string
@@ -1049,7 +1050,7 @@ for p in 1 2 3; do if [ -e /proc/$p/cmdline ]; then printf 'HAS %s %s\n' $p "$(t
 			t.Fatalf("the listing did not run: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
 		}
 		for line := range strings.SplitSeq(out, "\n") {
-			for _, name := range []string{helper.InitName, helper.RunnerName, helper.ExecName, "hutch"} {
+			for _, name := range []string{boundary.InitName, boundary.RunnerName, boundary.ExecName, "hutch"} {
 				if strings.Contains(line, name) {
 					t.Errorf("a command sees hutch's process: %q", line)
 				}

@@ -42,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
@@ -169,7 +170,7 @@ func prepare(pol policy.Policy) (policy.Policy, wire.Job, *cgroup, error) {
 			return pol, wire.Job{}, nil, err
 		}
 	}
-	job := wire.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid(), Quotas: helper.SandboxQuotas()}
+	job := wire.Job{Policy: pol, Dir: pol.Dir, HostUID: os.Getuid(), HostGID: os.Getgid(), Quotas: boundary.SandboxQuotas()}
 	// The helpers, the groups and the checks below read a limit as a
 	// number: policy.Unlimited is none, 0, to them.
 	job.Policy.Limits = pol.Limits.Enforced()
@@ -189,7 +190,7 @@ func prepare(pol policy.Policy) (policy.Policy, wire.Job, *cgroup, error) {
 		// root: refuse rather than run unbounded.
 		return pol, job, nil, fmt.Errorf("%w: a process limit needs a pids cgroup here (hutch runs as root, where RLIMIT_NPROC does not apply): %v; give hutch a pids cgroup controller, or run without a process limit (--pids unlimited)", sandbox.ErrUnsupported, cgErr)
 	}
-	if err := helper.CheckHardLimits(l, job.PidsByCgroup); err != nil {
+	if err := boundary.CheckHardLimits(l, job.PidsByCgroup); err != nil {
 		cg.remove()
 		return pol, job, nil, err
 	}
@@ -296,13 +297,13 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 		defer netSandbox.Close()
 	}
 	c := exec.Command("/proc/self/exe")
-	c.Args = []string{helper.InitName}
-	c.Env = helper.HelperEnv
+	c.Args = []string{boundary.InitName}
+	c.Env = boundary.HelperEnv
 	c.ExtraFiles = []*os.File{sandboxEnd}
 	if netSandbox != nil {
-		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // helper.NetFD
+		c.ExtraFiles = append(c.ExtraFiles, netSandbox) // boundary.NetFD
 	}
-	c.ExtraFiles = group.ExtraFiles(c.ExtraFiles) // helper.CmdGroupFD, CountFD
+	c.ExtraFiles = group.ExtraFiles(c.ExtraFiles) // boundary.CmdGroupFD, CountFD
 	c.SysProcAttr = namespaces(pol.Network == policy.NetworkAll, job.HostUID, job.HostGID)
 	fail := func(err error) (*Sandbox, error) {
 		if c.Process != nil {
@@ -611,7 +612,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 	env := baseEnv(s.pol)
 	var rec *netproxy.Recording
 	if s.proxy != nil {
-		env = tierkit.MergeEnv(env, helper.ProxyEnv())
+		env = tierkit.MergeEnv(env, boundary.ProxyEnv())
 		rec = s.proxy.Record()
 		defer rec.Stop()
 	}
@@ -653,7 +654,7 @@ type starter func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeou
 // feeds its stdin, captures (and tees) its output, and makes the Result,
 // with the limit that stopped it when one did. env is the policy's
 // environment, to which cmd.Env adds.
-func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env map[string]string, limits helper.CgroupFiles, start starter) (sandbox.Result, error) {
+func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env map[string]string, limits boundary.CgroupFiles, start starter) (sandbox.Result, error) {
 	if cmd.Timeout == 0 {
 		cmd.Timeout = pol.Timeout
 	}
@@ -737,7 +738,7 @@ func (s *Sandbox) Close() error {
 // memory bound, it said it ran out of memory.
 func limitFor(res sandbox.Result, st wire.Status, l policy.Limits) string {
 	code := res.ExitCode
-	if hit := helper.RlimitHit(code, l.CPUTime > 0, l.FileSize > 0); hit != "" {
+	if hit := boundary.RlimitHit(code, l.CPUTime > 0, l.FileSize > 0); hit != "" {
 		return hit
 	}
 	switch {
@@ -766,7 +767,7 @@ func saysOutOfMemory(stderr []byte) bool {
 // the caller's ids mapped to root inside (root with no power outside).
 func namespaces(hostNetwork bool, uid, gid int) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{
-		Cloneflags:                 helper.CloneFlags(hostNetwork),
+		Cloneflags:                 boundary.CloneFlags(hostNetwork),
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,

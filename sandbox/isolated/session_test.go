@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -169,7 +169,7 @@ func TestStartDirAndWritableLinksCheckedOnTheHost(t *testing.T) {
 
 // An exec helper (a session's path when its open-files limit is below
 // what a runner needs) keeps its own stderr, for its Go runtime's last
-// words, and hands the command the command's at helper.ExecStderrFD. The
+// words, and hands the command the command's at boundary.ExecStderrFD. The
 // command's stderr, and the helper's own lines for it ("command not
 // found"), still reach the result; the descriptor does not reach the
 // command.
@@ -188,7 +188,7 @@ func TestExecHelperStreams(t *testing.T) {
 	}{
 		{"both streams", sh("echo to-stdout; echo to-stderr >&2"), 0, "to-stdout\n", "to-stderr\n"},
 		{"not found", sandbox.Command{Args: []string{"hutch-no-such-program"}}, 127, "", "hutch: hutch-no-such-program: command not found\n"},
-		{"no descriptor beyond 2", sh(fmt.Sprintf("ls /proc/self/fd/%d 2>/dev/null; ls /proc/self/fd | sort -n | tr '\\n' ' '", helper.ExecStderrFD)), 0, "0 1 2 3 ", ""},
+		{"no descriptor beyond 2", sh(fmt.Sprintf("ls /proc/self/fd/%d 2>/dev/null; ls /proc/self/fd | sort -n | tr '\\n' ' '", boundary.ExecStderrFD)), 0, "0 1 2 3 ", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,4 +1,6 @@
-package helper
+//go:build linux
+
+package boundary
 
 import (
 	"math"
@@ -20,9 +22,9 @@ func TestCPUSecondsDoNotWrap(t *testing.T) {
 		if d%time.Second != 0 {
 			want++
 		}
-		for _, r := range rlimits(policy.Limits{CPUTime: d}, true) {
-			if r.resource == unix.RLIMIT_CPU && (r.cur != want || r.max != want+1) {
-				t.Errorf("cpu time %v: RLIMIT_CPU %d/%d, want %d/%d", d, r.cur, r.max, want, want+1)
+		for _, r := range Rlimits(policy.Limits{CPUTime: d}, true) {
+			if r.Resource == unix.RLIMIT_CPU && (r.Cur != want || r.Max != want+1) {
+				t.Errorf("cpu time %v: RLIMIT_CPU %d/%d, want %d/%d", d, r.Cur, r.Max, want, want+1)
 			}
 		}
 	}

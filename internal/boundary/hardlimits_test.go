@@ -1,4 +1,6 @@
-package helper
+//go:build linux
+
+package boundary
 
 import (
 	"errors"
