@@ -10,8 +10,13 @@
 // sandbox alone, for a front end that runs commands without tools.
 // Problems with the settings themselves are errors matching [ErrConfig];
 // the packages it calls report theirs with their own sentinels
-// (permission.ErrConfig, policy.ErrConfig, tool.ErrConfig,
-// sandbox.ErrConfig), and every one of them matches cfgerr.ErrAny.
+// ([permission.ErrConfig], [policy.ErrConfig], [tool.ErrConfig],
+// [sandbox.ErrConfig]), and every one of them matches [cfgerr.ErrAny], so
+// a front end tells a usage error from a failure with one test.
+//
+// The package builds; it does not serve. The MCP server (package
+// mcpserver) serves a [Built]'s Tools, and passes its own asker for ask
+// mode in [Settings].Asker.
 package config
 
 import (

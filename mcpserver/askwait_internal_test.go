@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/config"
 )
 
 // A client that declared elicitation and then never answers (it went
@@ -22,11 +24,7 @@ func TestUnansweredQuestionIsADenial(t *testing.T) {
 	t.Cleanup(func() { questionTTL = old })
 	dir := t.TempDir()
 	audit := filepath.Join(dir, "audit.jsonl")
-	cfg, closeAll, err := Open(context.Background(), Settings{Tier: "local", Root: dir, Mode: "ask", Audit: audit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
+	cfg := OpenForTest(t, config.Settings{Tier: "local", Root: dir, Mode: "ask", Audit: audit})
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

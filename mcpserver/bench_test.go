@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
 
@@ -34,11 +35,7 @@ func benchReadFile(b *testing.B, server, client mcp.Transport) {
 	if err := os.WriteFile(filepath.Join(dir, "file.txt"), []byte(strings.Repeat("x", 4096)), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer closeAll()
+	cfg := mcpserver.OpenForTest(b, config.Settings{Tier: "local", Root: dir})
 	srv, err := mcpserver.New(cfg)
 	if err != nil {
 		b.Fatal(err)

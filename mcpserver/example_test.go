@@ -6,18 +6,20 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
 
 func Example() {
 	ctx := context.Background()
-	cfg, closeAll, err := mcpserver.Open(ctx, mcpserver.Settings{Tier: "virtual", Mode: "auto"})
+	// Package config builds what the server serves; the server serves it.
+	b, err := config.New(ctx, config.Settings{Tier: "virtual", Mode: "auto", Asker: mcpserver.Asker})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer closeAll()
-	srv, _ := mcpserver.New(cfg)
+	defer b.Close()
+	srv, _ := mcpserver.New(mcpserver.Config{Tools: b.Tools, StorePath: b.StorePath})
 
 	// Any MCP client works; here the SDK's client over an in-memory pipe.
 	st, ct := mcp.NewInMemoryTransports()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
 
@@ -13,7 +14,7 @@ import (
 // check), and the session it was sent in goes on.
 func TestHTTPMalformedBody(t *testing.T) {
 	token, _ := mcpserver.NewToken()
-	url, _ := serveHTTP(t, mcpserver.Settings{Tier: "virtual"}, "127.0.0.1:0", token)
+	url, _ := serveHTTP(t, config.Settings{Tier: "virtual"}, "127.0.0.1:0", token)
 	post := func(session, body string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))

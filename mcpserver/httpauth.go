@@ -37,52 +37,62 @@ func NewToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
+// HTTPAuth is how the streamable HTTP transport authenticates clients: the
+// address it serves ("" for stdio), the bearer token's file, and the
+// explicit opt-out. A front end fills it from its settings (config.Settings
+// HTTP, HTTPTokenFile and HTTPNoAuth).
+type HTTPAuth struct {
+	Addr      string
+	TokenFile string
+	NoAuth    bool
+}
+
 // HTTPToken picks the bearer token the streamable HTTP transport demands,
-// from s (none for stdio, where HTTP is ""):
+// from a (none for stdio, where Addr is ""):
 //
-//   - HTTPNoAuth: no token (""), and a note saying that anyone who can
-//     reach the address can use every tool;
-//   - HTTPTokenFile naming an existing file: its content, trimmed. The file
+//   - NoAuth: no token (""), and a note saying that anyone who can reach
+//     the address can use every tool;
+//   - TokenFile naming an existing file: its content, trimmed. The file
 //     must be a regular file of this user's that neither group nor others
 //     can read or write, and the token 16 to 4096 printable ASCII
 //     characters without spaces;
-//   - HTTPTokenFile naming a missing file: a new token, written there with
+//   - TokenFile naming a missing file: a new token, written there with
 //     mode 0600 (never over an existing file);
 //   - neither: a new token, which the note shows (the operator hands it to
 //     the client).
 //
 // Errors match sandbox.ErrConfig and say how to fix the file. HTTPToken does
 // not guard against a token file that a process of the same user changes.
-func HTTPToken(s Settings) (token, note string, err error) {
+func HTTPToken(a HTTPAuth) (token, note string, err error) {
 	switch {
-	case s.HTTP == "" && (s.HTTPTokenFile != "" || s.HTTPNoAuth):
+	case a.Addr == "" && (a.TokenFile != "" || a.NoAuth):
 		return "", "", fmt.Errorf("%w: --http-token-file and --http-no-auth apply to --http", sandbox.ErrConfig)
-	case s.HTTPNoAuth && s.HTTPTokenFile != "":
+	case a.NoAuth && a.TokenFile != "":
 		return "", "", fmt.Errorf("%w: --http-token-file and --http-no-auth contradict each other: keep one", sandbox.ErrConfig)
-	case s.HTTP == "":
+	case a.Addr == "":
 		return "", "", nil // stdio: nothing to authenticate
-	case s.HTTPNoAuth:
+	case a.NoAuth:
 		return "", "no authentication (--http-no-auth): anyone who can reach the address can use every tool", nil
-	case s.HTTPTokenFile == "":
+	case a.TokenFile == "":
 		if token, err = NewToken(); err != nil {
 			return "", "", err
 		}
 		return token, "clients send the header \"Authorization: Bearer " + token + "\" (--http-token-file keeps a token out of this log)", nil
 	}
-	token, err = readToken(s.HTTPTokenFile)
+	token, err = readToken(a.TokenFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if token, err = NewToken(); err != nil {
 			return "", "", err
 		}
-		if err = writeToken(s.HTTPTokenFile, token); err != nil {
+		if err = writeToken(a.TokenFile, token); err != nil {
 			return "", "", err
 		}
-		return token, "wrote a new token to " + s.HTTPTokenFile + " (mode 0600); clients send it as \"Authorization: Bearer TOKEN\"", nil
+		return token, "wrote a new token to " + a.TokenFile + " (mode 0600); clients send it as \"Authorization: Bearer TOKEN\"", nil
 	}
 	if err != nil {
 		return "", "", err
 	}
-	return token, "clients send the token in " + s.HTTPTokenFile + " as \"Authorization: Bearer TOKEN\"", nil
+	return token, "clients send the token in " + a.TokenFile + " as \"Authorization: Bearer TOKEN\"", nil
 }
 
 // readToken reads and checks a token file; a missing file matches

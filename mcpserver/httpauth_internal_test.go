@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/config"
 )
 
 // Peers that hold a connection open without sending anything are cut off:
@@ -20,11 +22,7 @@ func TestHTTPSlowPeers(t *testing.T) {
 	t.Cleanup(func() { headerTimeout, idleTimeout = 10*time.Second, 2*time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg, closeAll, err := Open(ctx, Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAll()
+	cfg := OpenForTest(t, config.Settings{})
 	pr, pw := io.Pipe()
 	go func() {
 		if err := ServeHTTP(ctx, cfg, "127.0.0.1:0", "0123456789abcdef-token", pw); err != nil {

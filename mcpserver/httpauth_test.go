@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
@@ -33,13 +34,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // serveHTTP runs mcpserver.ServeHTTP on addr (a real listener) and returns
 // the URL it printed; the server stops at the end of the test, and must
 // then return nil.
-func serveHTTP(t *testing.T, s mcpserver.Settings, addr, token string) (url string, log func() string) {
+func serveHTTP(t *testing.T, s config.Settings, addr, token string) (url string, log func() string) {
 	t.Helper()
-	cfg, closeAll, err := mcpserver.Open(bg, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
+	cfg := mcpserver.OpenForTest(t, s)
 	ctx, cancel := context.WithCancel(bg)
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -73,7 +70,7 @@ func serveHTTP(t *testing.T, s mcpserver.Settings, addr, token string) (url stri
 // token calls tools, one without cannot even connect.
 func TestHTTP(t *testing.T) {
 	token, _ := mcpserver.NewToken()
-	url, _ := serveHTTP(t, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"}, ":0", token)
+	url, _ := serveHTTP(t, config.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"}, ":0", token)
 	if !strings.HasPrefix(url, "http://127.0.0.1:") {
 		t.Errorf("a bare :port served on %s, want 127.0.0.1", url)
 	}
@@ -101,11 +98,7 @@ func TestHTTP(t *testing.T) {
 // a foreign Host (DNS rebinding) and cross-site browser requests are
 // refused even with the token.
 func TestHTTPRefusals(t *testing.T) {
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAll()
+	cfg := mcpserver.OpenForTest(t, config.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"})
 	h, err := mcpserver.Handler(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -184,26 +177,26 @@ func TestHTTPToken(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		s       mcpserver.Settings
+		a       mcpserver.HTTPAuth
 		wantErr string
 	}{
-		{"token file without --http", mcpserver.Settings{HTTPTokenFile: "f"}, "apply to --http"},
-		{"no-auth without --http", mcpserver.Settings{HTTPNoAuth: true}, "apply to --http"},
-		{"both", mcpserver.Settings{HTTP: ":0", HTTPNoAuth: true, HTTPTokenFile: "f"}, "contradict"},
-		{"open to others", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("open", good, 0o644)}, "chmod 600"},
-		{"group-writable", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("gw", good, 0o620)}, "chmod 600"},
-		{"short", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("short", "abc\n", 0o600)}, "characters"},
-		{"empty", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("empty", "", 0o600)}, "characters"},
-		{"space inside", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("space", "s3cret token of enough length", 0o600)}, "printable ASCII"},
-		{"NUL inside", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("nul", "s3cret-token\x00of-enough-length", 0o600)}, "printable ASCII"},
-		{"non-ASCII", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("utf8", "s3cret-tökén-of-enough-length", 0o600)}, "printable ASCII"},
-		{"huge", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("huge", strings.Repeat("x", 1<<20), 0o600)}, "characters"},
-		{"a directory", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: dir}, "not a regular file"},
-		{"a FIFO", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: fifo}, "not a regular file"},
-		{"a dangling symlink is not followed to create a file", mcpserver.Settings{HTTP: ":0", HTTPTokenFile: dangling}, "file exists"},
+		{"token file without --http", mcpserver.HTTPAuth{TokenFile: "f"}, "apply to --http"},
+		{"no-auth without --http", mcpserver.HTTPAuth{NoAuth: true}, "apply to --http"},
+		{"both", mcpserver.HTTPAuth{Addr: ":0", NoAuth: true, TokenFile: "f"}, "contradict"},
+		{"open to others", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("open", good, 0o644)}, "chmod 600"},
+		{"group-writable", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("gw", good, 0o620)}, "chmod 600"},
+		{"short", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("short", "abc\n", 0o600)}, "characters"},
+		{"empty", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("empty", "", 0o600)}, "characters"},
+		{"space inside", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("space", "s3cret token of enough length", 0o600)}, "printable ASCII"},
+		{"NUL inside", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("nul", "s3cret-token\x00of-enough-length", 0o600)}, "printable ASCII"},
+		{"non-ASCII", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("utf8", "s3cret-tökén-of-enough-length", 0o600)}, "printable ASCII"},
+		{"huge", mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("huge", strings.Repeat("x", 1<<20), 0o600)}, "characters"},
+		{"a directory", mcpserver.HTTPAuth{Addr: ":0", TokenFile: dir}, "not a regular file"},
+		{"a FIFO", mcpserver.HTTPAuth{Addr: ":0", TokenFile: fifo}, "not a regular file"},
+		{"a dangling symlink is not followed to create a file", mcpserver.HTTPAuth{Addr: ":0", TokenFile: dangling}, "file exists"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := mcpserver.HTTPToken(c.s)
+			_, _, err := mcpserver.HTTPToken(c.a)
 			if err == nil || !isConfig(err) || !strings.Contains(err.Error(), c.wantErr) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("want a one-line config error about %q, got %v", c.wantErr, err)
 			}
@@ -214,34 +207,34 @@ func TestHTTPToken(t *testing.T) {
 	}
 
 	t.Run("valid file", func(t *testing.T) {
-		tok, note, err := mcpserver.HTTPToken(mcpserver.Settings{HTTP: ":0", HTTPTokenFile: write("good", "\n"+good+"\n", 0o600)})
+		tok, note, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: ":0", TokenFile: write("good", "\n"+good+"\n", 0o600)})
 		if err != nil || tok != good || strings.Contains(note, good) {
 			t.Errorf("got %q, note %q, %v", tok, note, err)
 		}
 	})
 	t.Run("missing file gets a new token, mode 0600, reused next time", func(t *testing.T) {
 		p := filepath.Join(dir, "new")
-		tok, note, err := mcpserver.HTTPToken(mcpserver.Settings{HTTP: ":0", HTTPTokenFile: p})
+		tok, note, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: ":0", TokenFile: p})
 		if err != nil || len(tok) < 32 || !strings.Contains(note, "wrote a new token") || strings.Contains(note, tok) {
 			t.Fatalf("got %q, note %q, %v", tok, note, err)
 		}
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("token file: %v %v", fi.Mode(), err)
 		}
-		again, _, err := mcpserver.HTTPToken(mcpserver.Settings{HTTP: ":0", HTTPTokenFile: p})
+		again, _, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: ":0", TokenFile: p})
 		if err != nil || again != tok {
 			t.Errorf("second start read %q (%v), want the written %q", again, err, tok)
 		}
 	})
 	t.Run("no file: a fresh token each start, shown in the note", func(t *testing.T) {
-		a, note, err := mcpserver.HTTPToken(mcpserver.Settings{HTTP: ":0"})
-		b, _, _ := mcpserver.HTTPToken(mcpserver.Settings{HTTP: ":0"})
+		a, note, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: ":0"})
+		b, _, _ := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: ":0"})
 		if err != nil || a == b || len(a) < 32 || !strings.Contains(note, a) {
 			t.Errorf("got %q %q, note %q, %v", a, b, note, err)
 		}
 	})
 	t.Run("no auth, said out loud", func(t *testing.T) {
-		tok, note, err := mcpserver.HTTPToken(mcpserver.Settings{HTTP: ":0", HTTPNoAuth: true})
+		tok, note, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: ":0", NoAuth: true})
 		if err != nil || tok != "" || !strings.Contains(note, "anyone") {
 			t.Errorf("got %q, note %q, %v", tok, note, err)
 		}
@@ -252,11 +245,11 @@ func TestHTTPToken(t *testing.T) {
 // it) with a warning that nothing is encrypted.
 func TestHTTPWarnsBeyondLoopback(t *testing.T) {
 	token, _ := mcpserver.NewToken()
-	_, log := serveHTTP(t, mcpserver.Settings{}, "0.0.0.0:0", token)
+	_, log := serveHTTP(t, config.Settings{}, "0.0.0.0:0", token)
 	if !strings.Contains(log(), "clear text") {
 		t.Errorf("no warning for 0.0.0.0: %q", log())
 	}
-	_, log = serveHTTP(t, mcpserver.Settings{}, "127.0.0.1:0", token)
+	_, log = serveHTTP(t, config.Settings{}, "127.0.0.1:0", token)
 	if strings.Contains(log(), "clear text") {
 		t.Errorf("a warning for loopback: %q", log())
 	}
@@ -306,7 +299,7 @@ func TestTokenFileOfAnotherUserRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{planted, link} {
-		tok, _, err := mcpserver.HTTPToken(mcpserver.Settings{HTTP: ":0", HTTPTokenFile: p})
+		tok, _, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: ":0", TokenFile: p})
 		if err == nil || !isConfig(err) {
 			t.Errorf("%s: a token file owned by uid 65534 was accepted (token %q), want a config error", filepath.Base(p), tok)
 		}
@@ -316,7 +309,7 @@ func TestTokenFileOfAnotherUserRefused(t *testing.T) {
 // Over stdio there is no token: HTTPToken makes none and gives no note.
 // Origin: review 4.
 func TestNoTokenWithoutHTTP(t *testing.T) {
-	tok, note, err := mcpserver.HTTPToken(mcpserver.Settings{Tier: "virtual"})
+	tok, note, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{})
 	if err != nil || tok != "" || note != "" {
 		t.Errorf("stdio: got token %q, note %q, %v; want none", tok, note, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
 
@@ -18,7 +19,7 @@ import (
 // for one to end, then runs.
 func TestCallsInFlightAreBounded(t *testing.T) {
 	dir := t.TempDir()
-	cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "auto"}, nil)
+	cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "auto"}, nil)
 	n := mcpserver.MaxCallsInFlight + 1
 	var wg sync.WaitGroup
 	for i := range n {

@@ -2,9 +2,11 @@
 // Protocol, on stdio or the streamable HTTP transport, using the official Go
 // SDK.
 //
-// Each MCP session gets its own tool.Toolset (so the read-before-write
-// guard is per session) over the one sandbox and permission gate given in
-// Config. Tools are listed by the offering rules of package tool; a tool
+// The server only serves: it builds no sandbox, gate or store. A front end
+// builds them (package config does, from flags or a settings file) and
+// hands them over in Config. Each MCP session gets its own tool.Toolset
+// (so the read-before-write guard is per session) over the one sandbox and
+// permission gate given in Config. Tools are listed by the offering rules of package tool; a tool
 // the agent could never use is not listed. Results carry text content and,
 // for JSON-shaped results, structuredContent; refused and failed calls set
 // isError. In ask mode the gate asks the human through MCP elicitation
@@ -31,7 +33,8 @@ import (
 	"github.com/hutchsandbox/hutch/tool"
 )
 
-// Config is what every session of the server shares.
+// Config is what every session of the server shares. The server does not
+// close what it holds: its builder does, once the server has stopped.
 type Config struct {
 	// Tools is the template for each session's toolset (Sandbox, Gate,
 	// Fetcher, Search, WriteGuard). Sandbox and Gate are required.
@@ -41,9 +44,6 @@ type Config struct {
 	StorePath string
 	// Version is reported to clients.
 	Version string
-	// Notes are what the sandbox cannot enforce of what was asked (from
-	// Open), for the operator to read; the server itself ignores them.
-	Notes []string
 
 	stop *stopper // set by ServeStdio and ServeHTTP: calls end when they stop
 }
@@ -227,7 +227,8 @@ type answer struct {
 // decline or cancel denies). The answer is bound to the exact request — a
 // retry that changed the arguments is refused. When the client did not
 // declare elicitation, or the call did not come through MCP, it denies and
-// says why.
+// says why. A front end gives it to the gate it builds (config.Settings
+// Asker).
 func Asker(ctx context.Context, req permission.Request) (bool, error) {
 	if a, ok := ctx.Value(answerKey{}).(answer); ok {
 		key, err := permission.RequestKey(req)

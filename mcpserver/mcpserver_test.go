@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/mcpserver"
@@ -35,13 +36,9 @@ var bg = context.Background()
 
 // connect serves settings over the SDK's in-memory transport and returns a
 // connected client session.
-func connect(t *testing.T, s mcpserver.Settings, copts *mcp.ClientOptions) *mcp.ClientSession {
+func connect(t *testing.T, s config.Settings, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	cfg, closeAll, err := mcpserver.Open(bg, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
+	cfg := mcpserver.OpenForTest(t, s)
 	srv, err := mcpserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -96,16 +93,16 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 func TestListingAndInstructions(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
-		s     mcpserver.Settings
+		s     config.Settings
 		tools []string
 		instr string
 	}{
-		{mcpserver.Settings{}, []string{"glob", "read_file"}, "in-memory"},
-		{mcpserver.Settings{Mode: "auto"}, []string{"edit_file", "glob", "read_file", "write_file"}, "in-memory"},
-		{mcpserver.Settings{Tier: "local", Root: dir}, []string{"glob", "read_file"}, "host machine"},
-		{mcpserver.Settings{Tier: "local", Root: dir, Mode: "auto"}, []string{"edit_file", "glob", "read_file", "shell", "write_file"}, dir},
-		{mcpserver.Settings{Tier: "local", Root: dir, Allow: []string{"shell"}}, []string{"glob", "read_file", "shell"}, "read_only"},
-		{mcpserver.Settings{Tier: "local", Root: dir, Mode: "auto", FetchAllow: []string{"example.com"}, SearchURL: "http://127.0.0.1:9"},
+		{config.Settings{}, []string{"glob", "read_file"}, "in-memory"},
+		{config.Settings{Mode: "auto"}, []string{"edit_file", "glob", "read_file", "write_file"}, "in-memory"},
+		{config.Settings{Tier: "local", Root: dir}, []string{"glob", "read_file"}, "host machine"},
+		{config.Settings{Tier: "local", Root: dir, Mode: "auto"}, []string{"edit_file", "glob", "read_file", "shell", "write_file"}, dir},
+		{config.Settings{Tier: "local", Root: dir, Allow: []string{"shell"}}, []string{"glob", "read_file", "shell"}, "read_only"},
+		{config.Settings{Tier: "local", Root: dir, Mode: "auto", FetchAllow: []string{"example.com"}, SearchURL: "http://127.0.0.1:9"},
 			[]string{"edit_file", "fetch", "glob", "read_file", "shell", "web_search", "write_file"}, "auto"},
 	}
 	for _, c := range cases {
@@ -126,7 +123,7 @@ func TestToolCalls(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "auto"}, nil)
+	cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "auto"}, nil)
 
 	res, text := callTool(t, cs, "read_file", map[string]any{"path": "a.txt"})
 	if res.IsError || text != "alpha\n" || res.StructuredContent != nil {
@@ -171,7 +168,7 @@ func TestAskThroughElicitation(t *testing.T) {
 		t.Run(c.action, func(t *testing.T) {
 			dir := t.TempDir()
 			var asked string
-			cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{
+			cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{
 				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					asked = r.Params.Message
 					return &mcp.ElicitResult{Action: c.action}, nil
@@ -192,7 +189,7 @@ func TestAskThroughElicitation(t *testing.T) {
 	}
 	t.Run("client cannot elicit", func(t *testing.T) {
 		dir := t.TempDir()
-		cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "ask"}, nil)
+		cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "ask"}, nil)
 		res, text := callTool(t, cs, "shell", map[string]any{"command": "touch x"})
 		if !res.IsError || !strings.Contains(text, "cannot ask the user") {
 			t.Errorf("got %v %q", res.IsError, text)
@@ -208,7 +205,7 @@ var idRE = regexp.MustCompile(`pending as request ([0-9a-f]+)\. A person approve
 func TestApproveAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(t.TempDir(), "approvals.db")
-	s := mcpserver.Settings{Tier: "local", Root: dir, Mode: "approve", Store: store}
+	s := config.Settings{Tier: "local", Root: dir, Mode: "approve", Store: store}
 	args := map[string]any{"path": "deploy.txt", "content": "v2"}
 
 	cs := connect(t, s, nil)
@@ -241,62 +238,13 @@ func TestApproveAcrossRestart(t *testing.T) {
 	}
 }
 
-func TestSettings(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "good.yaml")
-	os.WriteFile(good, []byte("tier: local\nroot: /tmp\nmode: auto\nallow: [write]\nfetch_allow: [example.com]\n"), 0o644)
-	s, err := mcpserver.LoadSettings(good)
-	if err != nil || s.Tier != "local" || s.Mode != "auto" || len(s.Allow) != 1 || s.FetchAllow[0] != "example.com" {
-		t.Errorf("LoadSettings = %+v, %v", s, err)
-	}
-	for name, body := range map[string]string{
-		"unknown key": "tier: local\nshel: yes\n",
-		"two docs":    "tier: local\n---\ntier: virtual\n",
-		"wrong type":  "allow: write\n",
-		"not yaml":    "{{{",
-	} {
-		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yaml")
-		os.WriteFile(p, []byte(body), 0o644)
-		if _, err := mcpserver.LoadSettings(p); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	for name, s := range map[string]mcpserver.Settings{
-		"bad mode":              {Mode: "yolo"},
-		"bad allow":             {Allow: []string{"teleport"}},
-		"approve without store": {Mode: "approve"},
-		"bad tier":              {Tier: "cloud"},
-		"bad search url":        {SearchURL: "ftp://x"},
-		"bad fetch host":        {FetchAllow: []string{"http://x/y"}},
-	} {
-		if _, closeAll, err := mcpserver.Open(bg, s); err == nil {
-			closeAll()
-			t.Errorf("%s: accepted", name)
-		} else if !isConfig(err) {
-			t.Errorf("%s: %v is not a configuration error", name, err)
-		}
-	}
-}
-
-func TestRelativeStoreIsMadeAbsolute(t *testing.T) {
-	t.Chdir(t.TempDir())
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Mode: "approve", Store: "rel.db"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAll()
-	if !filepath.IsAbs(cfg.StorePath) || filepath.Base(cfg.StorePath) != "rel.db" {
-		t.Errorf("StorePath %q: the approving command must work from any directory", cfg.StorePath)
-	}
-}
-
 func isConfig(err error) bool { return errors.Is(err, cfgerr.ErrAny) }
 
 // A client driving the multi-round-trip by hand cannot forge an answer, nor
 // reuse one for different arguments.
 func TestAskAnswerIsBound(t *testing.T) {
 	dir := t.TempDir()
-	cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{
+	cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept"}, nil
 		},
@@ -349,7 +297,7 @@ func TestAskAnswerIsBound(t *testing.T) {
 // The isolated tier over MCP: the tools act inside the kernel boundary.
 func TestIsolatedTier(t *testing.T) {
 	dir := t.TempDir()
-	cs := connect(t, mcpserver.Settings{Tier: "isolated", Root: dir, Mode: "auto"}, nil)
+	cs := connect(t, config.Settings{Tier: "isolated", Root: dir, Mode: "auto"}, nil)
 	got := toolNames(t, cs)
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"edit_file", "glob", "read_file", "shell", "write_file"}) {
@@ -377,7 +325,7 @@ func TestIsolatedTier(t *testing.T) {
 func TestDecisionTTLSetting(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(t.TempDir(), "approvals.db")
-	s := mcpserver.Settings{Tier: "local", Root: dir, Mode: "approve", Store: store, DecisionTTL: "100ms"}
+	s := config.Settings{Tier: "local", Root: dir, Mode: "approve", Store: store, DecisionTTL: "100ms"}
 	args := map[string]any{"path": "deploy.txt", "content": "v2"}
 	cs := connect(t, s, nil)
 	_, text := callTool(t, cs, "write_file", args)
@@ -408,7 +356,7 @@ func TestDecisionTTLSetting(t *testing.T) {
 func TestApprovalAnswerQuotesBoundedDetail(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(t.TempDir(), "approvals.db")
-	cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "approve", Store: store}, nil)
+	cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "approve", Store: store}, nil)
 	cmd := "true " + strings.Repeat("x", 2<<20)
 	res, text := callTool(t, cs, "shell", map[string]any{"command": cmd})
 	if !res.IsError || !strings.Contains(text, "approval required") {
@@ -473,11 +421,7 @@ func (c countingSandbox) Supports(cp sandbox.Feature) bool {
 // check; rebuilding cost 570 µs of a 960 µs ping and kept every throwaway
 // server until the next new session). Origin: review 15a.
 func TestHTTPBuildsOneServerPerSession(t *testing.T) {
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAll()
+	cfg := mcpserver.OpenForTest(t, config.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"})
 	var n atomic.Int64
 	cfg.Tools.Sandbox = countingSandbox{cfg.Tools.Sandbox, &n}
 	h, err := mcpserver.Handler(cfg)
@@ -512,7 +456,7 @@ func TestHTTPBuildsOneServerPerSession(t *testing.T) {
 func TestURLOnlyElicitationIsDenied(t *testing.T) {
 	dir := t.TempDir()
 	token, _ := mcpserver.NewToken()
-	url, _ := serveHTTP(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "ask"}, "127.0.0.1:0", token)
+	url, _ := serveHTTP(t, config.Settings{Tier: "local", Root: dir, Mode: "ask"}, "127.0.0.1:0", token)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept"}, nil
@@ -565,7 +509,7 @@ func TestAskFailsClosedOverMCP(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{ElicitationHandler: c.handler})
+			cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{ElicitationHandler: c.handler})
 			ctx := bg
 			if c.timeout > 0 {
 				var cancel context.CancelFunc
@@ -600,7 +544,7 @@ func TestOfferedToolsFollowGate(t *testing.T) {
 		{"auto", nil, []string{"read_file", "glob", "write_file", "edit_file", "shell"}},
 	} {
 		dir := t.TempDir()
-		cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: c.mode, Allow: c.allow}, nil)
+		cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: c.mode, Allow: c.allow}, nil)
 		got := toolNames(t, cs)
 		slices.Sort(got)
 		if want := slices.Sorted(slices.Values(c.want)); !slices.Equal(got, want) {
@@ -641,7 +585,7 @@ func TestAskQuestionEscapesControlCharacters(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var asked string
-			cs := connect(t, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "ask"}, &mcp.ClientOptions{
+			cs := connect(t, config.Settings{Tier: "local", Root: t.TempDir(), Mode: "ask"}, &mcp.ClientOptions{
 				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					asked = r.Params.Message
 					return &mcp.ElicitResult{Action: "decline"}, nil
@@ -675,7 +619,7 @@ func TestAskQuestionShowsWhatIsWritten(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\tmake\n"), 0o644)
 			var asked string
-			cs := connect(t, mcpserver.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{
+			cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: "ask"}, &mcp.ClientOptions{
 				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					asked = r.Params.Message
 					return &mcp.ElicitResult{Action: "decline"}, nil
@@ -697,12 +641,12 @@ func TestAskQuestionShowsWhatIsWritten(t *testing.T) {
 // stdio: the server process TestReadFileHugeLimitKeepsServer starts, a
 // program of this test binary.
 func serverProgram(args []string) {
-	cfg, closeAll, err := mcpserver.Open(context.Background(), mcpserver.Settings{Tier: "local", Root: args[0]})
+	b, err := config.New(context.Background(), config.Settings{Tier: "local", Root: args[0]})
 	if err != nil {
 		os.Exit(3)
 	}
-	defer closeAll()
-	srv, err := mcpserver.New(cfg)
+	defer b.Close()
+	srv, err := mcpserver.New(mcpserver.Config{Tools: b.Tools})
 	if err != nil {
 		os.Exit(3)
 	}
@@ -757,28 +701,12 @@ func TestReadFileHugeLimitKeepsServer(t *testing.T) {
 	}
 }
 
-// The local tier needs an explicit root: without one, "hutch mcp --tier
-// local" would root the sandbox at the working directory MCP clients
-// choose (Claude Desktop starts servers in "/"). Origin: security review.
-func TestLocalTierNeedsRoot(t *testing.T) {
-	t.Chdir("/")
-	cfg, closeAll, err := mcpserver.Open(context.Background(), mcpserver.Settings{Tier: "local", Mode: "read_only"})
-	if err == nil {
-		defer closeAll()
-		t.Fatalf("local tier opened without --root; its root is %q", cfg.Tools.Sandbox.Root())
-	}
-}
-
 // Over --http sessions close after SessionIdle without a request, and at
 // most MaxSessions are open: the next initialize is refused with a line
 // saying why, until one ends (5000 initializes once left the server at
 // 246 MB). Origin: review 15c.
 func TestHTTPSessionsAreCapped(t *testing.T) {
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "local", Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
+	cfg := mcpserver.OpenForTest(t, config.Settings{Tier: "local", Root: t.TempDir()})
 	h, err := mcpserver.Handler(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -848,11 +776,7 @@ func rawHTTP(srv *httptest.Server, method, session string) (int, string, string,
 // a race would show in almost every attempt on a 2-CPU host.
 // Origin: review 16.
 func TestConcurrentInitializeKeepsSessionCap(t *testing.T) {
-	cfg, closeAll, err := mcpserver.Open(bg, mcpserver.Settings{Tier: "virtual"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
+	cfg := mcpserver.OpenForTest(t, config.Settings{Tier: "virtual"})
 	attempt := func() int64 {
 		h, err := mcpserver.Handler(cfg)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
 
@@ -20,17 +21,13 @@ import (
 // client's ends: write requests in, read responses out.
 func serveLines(t *testing.T, dir string) (io.WriteCloser, *bufio.Reader, <-chan error) {
 	t.Helper()
-	return serveLinesWith(t, mcpserver.Settings{Tier: "local", Root: dir}, 0)
+	return serveLinesWith(t, config.Settings{Tier: "local", Root: dir}, 0)
 }
 
 // serveLinesWith is serveLines with settings and a message limit.
-func serveLinesWith(t *testing.T, s mcpserver.Settings, limit int) (io.WriteCloser, *bufio.Reader, <-chan error) {
+func serveLinesWith(t *testing.T, s config.Settings, limit int) (io.WriteCloser, *bufio.Reader, <-chan error) {
 	t.Helper()
-	cfg, closeAll, err := mcpserver.Open(bg, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeAll)
+	cfg := mcpserver.OpenForTest(t, s)
 	srv, err := mcpserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +118,7 @@ func TestLineTransportEOF(t *testing.T) {
 // names, under the request's id when it has a valid one, and the session
 // answers the ping that follows.
 func TestLineTransportMalformed(t *testing.T) {
-	in, out, done := serveLinesWith(t, mcpserver.Settings{Tier: "virtual"}, 0)
+	in, out, done := serveLinesWith(t, config.Settings{Tier: "virtual"}, 0)
 	io.WriteString(in, initMsg+"\n")
 	readMsg(t, out)
 	type reply struct {
@@ -191,7 +188,7 @@ func TestLineTransportMalformed(t *testing.T) {
 // on; a line that ends at EOF over the limit is answered too.
 func TestLineTransportTooLong(t *testing.T) {
 	const limit = 1 << 20
-	in, out, done := serveLinesWith(t, mcpserver.Settings{Tier: "virtual"}, limit)
+	in, out, done := serveLinesWith(t, config.Settings{Tier: "virtual"}, limit)
 	io.WriteString(in, initMsg+"\n")
 	readMsg(t, out)
 	go func() {
@@ -227,7 +224,7 @@ func TestLineTransportTooLong(t *testing.T) {
 // A running command survives a malformed line sent while it runs: the
 // line is answered, and so is the command when it ends.
 func TestLineTransportMalformedDuringCall(t *testing.T) {
-	in, out, _ := serveLinesWith(t, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"}, 0)
+	in, out, _ := serveLinesWith(t, config.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"}, 0)
 	io.WriteString(in, initMsg+"\n")
 	readMsg(t, out)
 	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+

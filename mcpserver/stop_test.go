@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/mcpserver"
 )
@@ -24,7 +25,7 @@ func TestServeHTTPStopEndsCalls(t *testing.T) {
 		}
 	})
 	token, _ := mcpserver.NewToken()
-	url, _ := serveHTTP(t, mcpserver.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"}, "127.0.0.1:0", token)
+	url, _ := serveHTTP(t, config.Settings{Tier: "local", Root: t.TempDir(), Mode: "auto"}, "127.0.0.1:0", token)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(bg, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
 	if err != nil {

@@ -12,13 +12,14 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/mcpserver"
 	"github.com/hutchsandbox/hutch/tier"
 )
 
 func newMCPCmd() *cobra.Command {
-	var s mcpserver.Settings
-	var config string
+	var s config.Settings
+	var configFile string
 	var pf policyFlags
 	var cf containerFlags
 	c := &cobra.Command{
@@ -43,8 +44,8 @@ missing), or made fresh and printed on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			settings := s
-			if config != "" {
-				file, err := mcpserver.LoadSettings(config)
+			if configFile != "" {
+				file, err := config.Load(configFile)
 				if err != nil {
 					return err
 				}
@@ -89,14 +90,14 @@ missing), or made fresh and printed on stderr.`,
 	f.StringVar(&s.HTTP, "http", "", "serve the streamable HTTP transport on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	f.StringVar(&s.HTTPTokenFile, "http-token-file", "", "with --http: the bearer token clients must send (a missing file gets a new token, mode 0600); default: a fresh token printed on stderr")
 	f.BoolVar(&s.HTTPNoAuth, "http-no-auth", false, "with --http: accept requests without a token (anyone who can reach the address can use every tool)")
-	f.StringVar(&config, "config", "", "read settings from this YAML file")
+	f.StringVar(&configFile, "config", "", "read settings from this YAML file")
 	pf.register(f)
 	cf.register(f)
 	return c
 }
 
 // overlay returns file settings with every flag the user set on top.
-func overlay(file, flags mcpserver.Settings, set *pflag.FlagSet) mcpserver.Settings {
+func overlay(file, flags config.Settings, set *pflag.FlagSet) config.Settings {
 	pick := func(name string, dst *string, v string) {
 		if set.Changed(name) {
 			*dst = v
@@ -123,23 +124,24 @@ func overlay(file, flags mcpserver.Settings, set *pflag.FlagSet) mcpserver.Setti
 	return file
 }
 
-func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
+func serveMCP(ctx context.Context, s config.Settings, logw io.Writer) error {
 	// The server keeps little live memory but the SDK makes garbage on
 	// every message (tens of KiB of decode buffers): collecting at 4x the
 	// live heap instead of 2x halves GC work for a few MiB. GOGC wins.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	token, tokenNote, err := mcpserver.HTTPToken(s)
+	token, tokenNote, err := mcpserver.HTTPToken(mcpserver.HTTPAuth{Addr: s.HTTP, TokenFile: s.HTTPTokenFile, NoAuth: s.HTTPNoAuth})
 	if err != nil {
 		return err
 	}
-	cfg, closeAll, err := mcpserver.Open(ctx, s)
+	s.Asker = mcpserver.Asker
+	b, err := config.New(ctx, s)
 	if err != nil {
 		return err
 	}
-	err = serveOpen(ctx, cfg, s, token, tokenNote, logw)
-	closeAll()
+	err = serveOpen(ctx, b, s.HTTP, token, tokenNote, logw)
+	_ = b.Close()
 	// SIGINT or SIGTERM is a clean stop, said on one line once the calls
 	// running have ended (their commands killed) and the sandbox is closed.
 	var stop stopSignal
@@ -150,17 +152,17 @@ func serveMCP(ctx context.Context, s mcpserver.Settings, logw io.Writer) error {
 	return err
 }
 
-// serveOpen serves cfg, made from s, on stdio or HTTP until the client
-// goes away (stdio) or ctx ends.
-func serveOpen(ctx context.Context, cfg mcpserver.Config, s mcpserver.Settings, token, tokenNote string, logw io.Writer) error {
-	for _, n := range cfg.Notes {
+// serveOpen serves what b built on stdio, or on HTTP at addr, until the
+// client goes away (stdio) or ctx ends.
+func serveOpen(ctx context.Context, b *config.Built, addr, token, tokenNote string, logw io.Writer) error {
+	for _, n := range b.Notes {
 		fmt.Fprintln(logw, "hutch: note: "+n)
 	}
 	if tokenNote != "" { // for the operator only, never in the tools' notes
 		fmt.Fprintln(logw, "hutch: note: "+tokenNote)
 	}
-	cfg.Version = version()
-	if s.HTTP == "" {
+	cfg := mcpserver.Config{Tools: b.Tools, StorePath: b.StorePath, Version: version()}
+	if addr == "" {
 		// One client, one request at a time, each crossing several
 		// goroutines inside the SDK: on one scheduler thread those
 		// hand-offs cost no thread wake-ups (read_file round trips about
@@ -171,5 +173,5 @@ func serveOpen(ctx context.Context, cfg mcpserver.Config, s mcpserver.Settings, 
 		}
 		return mcpserver.ServeStdio(ctx, cfg)
 	}
-	return mcpserver.ServeHTTP(ctx, cfg, s.HTTP, token, logw)
+	return mcpserver.ServeHTTP(ctx, cfg, addr, token, logw)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -104,7 +105,7 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 		if policyFlagsSet(c.Flags()) {
 			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
 		}
-		sb, oerr := tier.Open(ctx, f.tier, tier.Config{Root: f.root})
+		sb, oerr := openSandbox(c, config.Settings{Tier: f.tier, Root: f.root})
 		if oerr != nil {
 			return oerr
 		}
@@ -136,20 +137,29 @@ func runContainer(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Re
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	cfg := tier.Config{Container: &opts, Note: func(n string) { fmt.Fprintln(c.ErrOrStderr(), "hutch: note: "+n) }}
+	s := config.Settings{Tier: tier.Container, Container: &opts}
 	if policyFlagsSet(c.Flags()) {
 		pol, err := f.pol.build(c.Flags(), f.dir, 0)
 		if err != nil {
 			return sandbox.Result{}, err
 		}
-		cfg.Policy = &pol
+		s.Isolation = &pol
 	}
-	sb, err := tier.Open(c.Context(), tier.Container, cfg)
+	sb, err := openSandbox(c, s)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
 	defer sb.Close()
 	return sb.Exec(c.Context(), cmd)
+}
+
+// openSandbox opens the sandbox of s and shows its notes on stderr.
+func openSandbox(c *cobra.Command, s config.Settings) (sandbox.Sandbox, error) {
+	sb, notes, err := config.OpenSandbox(c.Context(), s)
+	for _, n := range notes {
+		fmt.Fprintln(c.ErrOrStderr(), "hutch: note: "+n)
+	}
+	return sb, err
 }
 
 func buildCommand(f runFlags, args []string) (sandbox.Command, error) {
