@@ -53,6 +53,7 @@ func Run(t *testing.T, newSB Factory, opts Options) {
 	t.Run("Names", func(t *testing.T) { testNames(t, fresh(t)) })
 	t.Run("Stat", func(t *testing.T) { testStat(t, fresh(t)) })
 	t.Run("Glob", func(t *testing.T) { testGlob(t, fresh(t)) })
+	t.Run("GlobBracesStayInside", func(t *testing.T) { testGlobBracesStayInside(t, fresh(t)) })
 	t.Run("Exec", func(t *testing.T) { testExec(t, fresh(t), opts) })
 	t.Run("Environment", func(t *testing.T) { testEnvironment(t, fresh(t)) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, fresh(t)) })
@@ -679,4 +680,56 @@ func testClose(t *testing.T, sb sandbox.Sandbox) {
 	wantErr(t, "Stat after Close", err, sandbox.ErrClosed)
 	_, err = sb.Exec(bg, sandbox.Command{Shell: "true"})
 	wantErr(t, "Exec after Close", err, sandbox.ErrClosed)
+	// The functions over the contract report it too, whether the tier has
+	// the optional interface or they fall back on the contract.
+	_, _, err = sandbox.ReadStat(bg, sb, "f", 0)
+	wantErr(t, "ReadStat after Close", err, sandbox.ErrClosed)
+	_, err = sandbox.ReadStream(bg, sb, "f", func(io.Reader) error { return nil })
+	wantErr(t, "ReadStream after Close", err, sandbox.ErrClosed)
 }
+
+// testGlobBracesStayInside: a {a,b} group, a class or an escaped dot never
+// takes Glob out of the root; every answer is root-relative, and the
+// alternative inside the root is still found.
+func testGlobBracesStayInside(t *testing.T, sb sandbox.Sandbox) {
+	mustWrite(t, sb, "in/secret.txt", "IN")
+	inside := []string{"in/secret.txt"}
+	cases := []struct {
+		pattern string
+		want    []string // nil: nothing inside the root can match
+	}{
+		{"{..,in}/secret.txt", inside},
+		{"{../outside,in}/secret.txt", inside},
+		{"{../outside,in}/*", inside},
+		{"{../outside/**,in/*}", inside},
+		{"{/etc,in}/{passwd,secret.txt}", inside},
+		{"in/{..,.}/secret.txt", nil},
+		{"..{,}/outside/*", nil},
+		{"in/{..,.}/../outside/*", nil},
+		{`\.\./outside/*`, nil},
+		{"[.][.]/outside/*", nil},
+		{"{..}/**", nil},
+		{"{/,}secret.txt", nil},
+	}
+	for _, c := range cases {
+		got, err := sb.Glob(bg, c.pattern)
+		if err != nil {
+			if !errors.Is(err, sandbox.ErrEscape) && !errors.Is(err, sandbox.ErrInvalidPath) {
+				t.Errorf("Glob(%q): error %v matches neither ErrEscape nor ErrInvalidPath", c.pattern, err)
+			}
+			continue
+		}
+		for _, g := range got {
+			if strings.HasPrefix(g, "/") || g == ".." || strings.HasPrefix(g, "../") || strings.Contains(g, "/../") {
+				t.Errorf("Glob(%q) returned %q, which is not root-relative", c.pattern, g)
+			}
+		}
+		if c.want != nil && !slices.Equal(got, c.want) {
+			t.Errorf("Glob(%q) = %q; want %q", c.pattern, got, c.want)
+		}
+		if c.want == nil && slices.ContainsFunc(got, func(g string) bool { return g != "in/secret.txt" }) {
+			t.Errorf("Glob(%q) = %q; want nothing but in/secret.txt", c.pattern, got)
+		}
+	}
+}
+

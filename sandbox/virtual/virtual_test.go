@@ -151,31 +151,6 @@ func TestDotDotAboveAbsoluteRoot(t *testing.T) {
 	}
 }
 
-// Brace alternatives, escapes and character classes are not seen by the
-// lexical Clean, so a pattern can spell ".." or an absolute path after
-// expansion; Glob still returns root-relative names only, and an error,
-// if any, is typed (never a panic).
-// Origin: review 7.
-func TestGlobBraceEscape(t *testing.T) {
-	sb := virtual.New(virtual.Options{})
-	for _, f := range []string{"a/secret.txt", "secret.txt"} {
-		if err := sb.Write(bg, f, []byte("S")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, pat := range []string{"{..,a}/secret.txt", "{../a,a}/secret.txt", "a/{..,.}/secret.txt", "{/,}secret.txt", "..{,}", `\.\./secret.txt`, "[.][.]/secret.txt"} {
-		got, err := sb.Glob(bg, pat)
-		if err != nil && !errors.Is(err, sandbox.ErrEscape) && !errors.Is(err, sandbox.ErrInvalidPath) {
-			t.Errorf("Glob(%q): untyped error %v", pat, err)
-		}
-		for _, g := range got {
-			if strings.HasPrefix(g, "/") || g == ".." || strings.HasPrefix(g, "../") || strings.Contains(g, "/../") || strings.HasSuffix(g, "/..") {
-				t.Errorf("Glob(%q) returned non-root-relative %q", pat, g)
-			}
-		}
-	}
-}
-
 // Writers, readers, stats, globs and a final Close race each other under
 // -race; every read sees a whole payload, and once closed every operation
 // is ErrClosed (never a panic on the nil map).
