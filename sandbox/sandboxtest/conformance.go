@@ -732,4 +732,3 @@ func testGlobBracesStayInside(t *testing.T, sb sandbox.Sandbox) {
 		}
 	}
 }
-
