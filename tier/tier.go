@@ -1,6 +1,7 @@
 // Package tier opens a sandbox by tier name and reports which tiers this
 // host supports. It is the one place that knows every tier, so front ends
-// (the CLI, the MCP server) stay free of tier-specific wiring.
+// stay free of tier-specific wiring: package config opens the sandbox of
+// "hutch run" and "hutch mcp" through it.
 package tier
 
 import (
