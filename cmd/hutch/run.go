@@ -77,44 +77,61 @@ func runRun(c *cobra.Command, f runFlags, args []string) error {
 	if !f.json {
 		cmd.Stdout, cmd.Stderr = c.OutOrStdout(), c.ErrOrStderr()
 	}
-	ctx := c.Context()
-	var res sandbox.Result
 	if f.tier != tier.Container && containerFlagsSet(c.Flags()) {
 		return fmt.Errorf("--image and the other container flags apply to --tier container, not %s", f.tier)
 	}
 	if (f.tier == tier.Isolated || f.tier == tier.Container) && c.Flags().Changed("root") {
 		return fmt.Errorf("--root applies to --tier local or virtual; in the %s tier give --write DIR --dir DIR", f.tier)
 	}
+	var res sandbox.Result
 	switch f.tier {
 	case tier.Isolated:
-		timeout := time.Duration(0)
-		if c.Flags().Changed("timeout") {
-			timeout = f.timeout
-		}
-		pol, perr := f.pol.build(c.Flags(), f.dir, timeout)
-		if perr != nil {
-			return perr
-		}
-		if !c.Flags().Changed("timeout") {
-			cmd.Timeout = 0 // the policy's
-		}
-		res, err = isolated.Run(ctx, pol, cmd)
+		res, err = runIsolated(c, f, cmd)
 	case tier.Container:
 		res, err = runContainer(c, f, cmd)
 	default:
-		if policyFlagsSet(c.Flags()) {
-			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
-		}
-		sb, oerr := openSandbox(c, config.Settings{Tier: f.tier, Root: f.root})
-		if oerr != nil {
-			return oerr
-		}
-		defer sb.Close()
-		res, err = sb.Exec(ctx, cmd)
+		res, err = runOpened(c, f, cmd)
 	}
 	if err != nil {
 		return err
 	}
+	return report(c, f, res)
+}
+
+// runIsolated runs cmd once under the policy of the flags (its timeout
+// the policy's unless --timeout is given).
+func runIsolated(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Result, error) {
+	timeout := time.Duration(0)
+	if c.Flags().Changed("timeout") {
+		timeout = f.timeout
+	}
+	pol, err := f.pol.build(c.Flags(), f.dir, timeout)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	if !c.Flags().Changed("timeout") {
+		cmd.Timeout = 0 // the policy's
+	}
+	return isolated.Run(c.Context(), pol, cmd)
+}
+
+// runOpened runs cmd in a sandbox of the local or virtual tier (or says
+// why the tier named cannot be opened).
+func runOpened(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Result, error) {
+	if policyFlagsSet(c.Flags()) {
+		return sandbox.Result{}, fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
+	}
+	sb, err := openSandbox(c, config.Settings{Tier: f.tier, Root: f.root})
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer sb.Close()
+	return sb.Exec(c.Context(), cmd)
+}
+
+// report prints res as --json asks, or says on stderr why the command
+// was stopped, and returns the command's exit status.
+func report(c *cobra.Command, f runFlags, res sandbox.Result) error {
 	if f.json {
 		if err := json.NewEncoder(c.OutOrStdout()).Encode(res); err != nil {
 			return err
