@@ -1,12 +1,3 @@
-// Package virtual is hutch's in-memory sandbox tier: files live in a map,
-// nothing on the host is reachable, and there is no shell on purpose.
-//
-// The root is "/": absolute paths are accepted. A relative path whose ".."
-// climbs past the root is an escape error; in an absolute path "/.." is
-// "/", as on any Unix (so "/../x" is "/x"). Modification times are real
-// (the time of each write). There are no symbolic links. The files
-// together hold at most MaxBytes (New) of content: an agent cannot run
-// hutch out of memory by writing.
 package virtual
 
 import (
