@@ -22,13 +22,16 @@
 package helper
 
 import (
-	"encoding/json"
-	"fmt"
+	"context"
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/containerhelper"
+	"github.com/hutchsandbox/hutch/internal/session"
+	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/wire"
 )
 
@@ -45,17 +48,17 @@ func Main() {
 	if len(os.Args) > 0 {
 		switch os.Args[0] {
 		case boundary.InitName:
-			reserveThreads(serverThreads)
-			os.Exit(initMain())
+			sysprog.ReserveThreads(sysprog.ServerThreads)
+			os.Exit(session.InitMain())
 		case boundary.ExecName:
-			reserveThreads(starterThreads)
-			os.Exit(execMain())
+			sysprog.ReserveThreads(sysprog.StarterThreads)
+			os.Exit(session.ExecMain())
 		case boundary.RunnerName:
-			reserveThreads(starterThreads)
-			os.Exit(runnerMain())
+			sysprog.ReserveThreads(sysprog.StarterThreads)
+			os.Exit(session.RunnerMain())
 		}
 		if filepath.Base(os.Args[0]) == boundary.ContainerHelperName {
-			if code, ok := containerMain(os.Args[1:]); ok {
+			if code, ok := containerhelper.Main(os.Args[1:]); ok {
 				os.Exit(code)
 			}
 		}
@@ -67,16 +70,18 @@ func Main() {
 // the binary as a helper is safe.
 func Ready() bool { return ready.Load() }
 
-// Policy and job files carry JSON; decoding is strict.
-func decodeJob(f *os.File) (wire.Job, error) {
-	var j wire.Job
-	dec := json.NewDecoder(f)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
-		return j, fmt.Errorf("reading the job: %w", err)
-	}
-	if len(j.Argv) == 0 {
-		return j, fmt.Errorf("job has no command")
-	}
-	return j, nil
+// RunOnce runs job's command once in a fresh sandbox built from its
+// policy, and tears the sandbox down: the isolated tier's one-shot run,
+// with no helper process to start (see [sysprog.RunOnce], which it is).
+// This process forks itself with the sandbox's namespaces; the child
+// builds the root and confines itself exactly as a session's init and
+// exec helper do, then starts the command as the sandbox's PID 1 and
+// reaps everything. join, when set, gets the child's pid before the child
+// does anything; cmdGroup, when set, is the commands' group's
+// cgroup.procs, which the command joins before it runs, or it does not
+// run. The policy's network must be none or all. A positive timeout, or
+// ctx, kills the whole sandbox (timedOut says it was the timeout); err is
+// for a sandbox that could not be built or run, or a cancelled ctx.
+func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, join func(pid int) error, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
+	return sysprog.RunOnce(ctx, job, stdin, stdout, stderr, join, cmdGroup, timeout)
 }

@@ -1,4 +1,4 @@
-package helper
+package sysprog
 
 import (
 	"fmt"
@@ -189,3 +189,17 @@ var seccompFilters = sync.OnceValues(func() ([]unix.SockFilter, error) {
 	}
 	return filters, nil
 })
+
+// Confine applies every layer that works per process to the calling
+// thread (which the caller has locked), with confineOps.
+func Confine(job wire.Job) error {
+	b := newBuilder()
+	if err := confineOps(b, job); err != nil {
+		return err
+	}
+	prog, err := b.build()
+	if err != nil {
+		return err
+	}
+	return prog.exec()
+}

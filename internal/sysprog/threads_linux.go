@@ -1,4 +1,4 @@
-package helper
+package sysprog
 
 import (
 	"runtime"
@@ -10,12 +10,12 @@ import (
 // (runner, exec helper, reaper) in a wait for its command and in killing
 // its tree; the container's idle init in nothing but its wait for orphans.
 const (
-	serverThreads  = 6
-	starterThreads = 4
-	idleThreads    = 2
+	ServerThreads  = 6
+	StarterThreads = 4
+	IdleThreads    = 2
 )
 
-// reserveThreads makes the Go runtime start n OS threads now, while it
+// ReserveThreads makes the Go runtime start n OS threads now, while it
 // can, and keep them idle for later (the runtime never ends an idle
 // thread). The helper's processes live inside the sandbox's process
 // limit, shared with the commands: once a fork bomb has filled it, the
@@ -28,7 +28,7 @@ const (
 //
 // Each reserved thread counts against the sandbox's process limit while
 // the role lives: a handful per role.
-func reserveThreads(n int) {
+func ReserveThreads(n int) {
 	// The caller comes back on the thread it came in on: the roles
 	// confine the thread they start commands from, and that is the main
 	// thread, the one /proc shows as the process.

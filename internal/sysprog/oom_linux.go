@@ -1,4 +1,4 @@
-package helper
+package sysprog
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ const oomScoreFile = "/proc/self/oom_score_adj"
 var oomFirst = []byte("1000")
 
 // commandOOM is this process's handle on its own score, when
-// prepareCommandOOM has opened it; fd is -1 otherwise.
+// PrepareCommandOOM has opened it; fd is -1 otherwise.
 var commandOOM = oomScore{fd: -1}
 
 // oomScore is an open oom_score_adj and the value to restore.
@@ -47,10 +47,10 @@ type oomScore struct {
 	orig []byte
 }
 
-// prepareCommandOOM opens this process's oom_score_adj for the commands it
+// PrepareCommandOOM opens this process's oom_score_adj for the commands it
 // will start. Without /proc or the file, commands start with this
 // process's score, as they would have without it.
-func prepareCommandOOM() {
+func PrepareCommandOOM() {
 	orig, err := os.ReadFile(oomScoreFile)
 	if err != nil {
 		return
@@ -76,7 +76,7 @@ func (o oomScore) write(b []byte) {
 // oomOps adds the one-shot PID 1's part (see sandboxPID1): its own score
 // file, opened into a slot of the program before it becomes non-dumpable,
 // and the value to restore, read here (PID 1 inherits this process's).
-// Like prepareCommandOOM it is best effort: nothing is added (x.oomHigh
+// Like PrepareCommandOOM it is best effort: nothing is added (x.oomHigh
 // stays empty) where the value cannot be read here, and a policy that
 // hides /proc (or /proc/self) leaves the slot at -1, no descriptor, so the
 // writes fail harmlessly and the command keeps PID 1's score.

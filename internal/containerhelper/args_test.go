@@ -1,4 +1,6 @@
-package helper
+//go:build linux
+
+package containerhelper
 
 import (
 	"path"
@@ -7,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -86,10 +89,10 @@ func btoi(b bool) int {
 // cpuHalfUsed: never without a limit, not for a limit far above what this
 // process has used, and yes once it has used half.
 func TestCPUHalfUsed(t *testing.T) {
-	if cpuHalfUsed(0) || cpuHalfUsed(-time.Second) {
+	if session.CPUHalfUsed(0) || session.CPUHalfUsed(-time.Second) {
 		t.Error("retiring without a limit")
 	}
-	if cpuHalfUsed(time.Hour) {
+	if session.CPUHalfUsed(time.Hour) {
 		t.Error("retiring at a limit of an hour")
 	}
 	// Burn CPU until this process has used 20 ms of it (however busy the
@@ -102,7 +105,7 @@ func TestCPUHalfUsed(t *testing.T) {
 			_ = x * x
 		}
 	}
-	if !cpuHalfUsed(30 * time.Millisecond) {
+	if !session.CPUHalfUsed(30 * time.Millisecond) {
 		t.Errorf("not retiring past half of a 30 ms limit (used %v)", cpuUsed(t))
 	}
 }

@@ -1,6 +1,7 @@
-package helper
+package sysprog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -107,14 +108,14 @@ func sandboxTasks() int {
 }
 
 // initTasks is the session's init's task directory, opened by
-// holdInitTasks; nil elsewhere.
+// HoldInitTasks; nil elsewhere.
 var initTasks *os.File
 
-// holdInitTasks opens the init's task directory (/proc/1/task) while this
+// HoldInitTasks opens the init's task directory (/proc/1/task) while this
 // helper may still see the init: its capabilities pass hidepid's check,
 // which only a lookup makes, not a read of an open directory. Close on
 // exec: no command gets it.
-func holdInitTasks() {
+func HoldInitTasks() {
 	if f, err := os.Open("/proc/1/task"); err == nil {
 		initTasks = f
 	}
@@ -136,4 +137,49 @@ func spawnBlocked(x *oneShotExec) (uintptr, syscall.Errno) {
 	pid, errno := spawnCommand(x)
 	setSignalMask(old)
 	return pid, syscall.Errno(errno)
+}
+
+// ForkCommand starts prog with the job's arguments, environment and
+// directory and the given standard streams (see spawn). When it cannot
+// start, ok is false, a line naming it is on stderr and st carries the
+// shell's 126.
+func ForkCommand(job wire.Job, prog string, setsid bool, stdin, stdout, stderr *os.File) (pid int, st wire.Status, ok bool) {
+	commandOOM.raise() // the child starts as the OOM killer's first choice
+	pid, err := spawn(job, prog, setsid, [3]*os.File{stdin, stdout, stderr})
+	commandOOM.lower()
+	if err != nil {
+		fmt.Fprintf(stderr, "hutch: %s: %v\n", job.Argv[0], err)
+		return 0, wire.Status{Exited: true, ExitCode: 126}, false
+	}
+	return pid, wire.Status{}, true
+}
+
+// ReapUntil reaps every child of this process (orphans come to a PID 1 or
+// a subreaper too) until pid ends, and returns pid's status.
+func ReapUntil(pid int) (wire.Status, error) {
+	for {
+		var ws unix.WaitStatus
+		var ru unix.Rusage
+		got, err := unix.Wait4(-1, &ws, 0, &ru)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return wire.Status{}, fmt.Errorf("waiting: %w", err)
+		}
+		if got != pid {
+			continue
+		}
+		return statusOf(ws, &ru), nil
+	}
+}
+
+// statusOf is how a process ended, from its wait status and usage.
+func statusOf(ws unix.WaitStatus, ru *unix.Rusage) wire.Status {
+	st := wire.Status{Exited: ws.Exited(), ExitCode: ws.ExitStatus(), MaxRSSKiB: ru.Maxrss,
+		CPUMillis: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
+	if ws.Signaled() {
+		st.Signal = int(ws.Signal())
+	}
+	return st
 }

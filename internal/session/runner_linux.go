@@ -1,4 +1,4 @@
-package helper
+package session
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -41,21 +42,21 @@ import (
 // the exec helper path, where the limit binds the command alone.
 const runnerMinOpenFiles = 64
 
-// runnerMain serves commands on fd 3: first a "start" request carrying the
+// RunnerMain serves commands on fd 3: first a "start" request carrying the
 // session's job, answered once the runner is confined; then one "exec"
 // request per command with its three standard streams, answered with the
 // command's status when it and everything it started have ended.
-func runnerMain() int {
-	runtime.LockOSThread() // confinement is per thread: start commands from this one
-	prepareCommandOOM()    // while its /proc files are still its own
-	holdInitTasks()        // while it may still see the init
+func RunnerMain() int {
+	runtime.LockOSThread()      // confinement is per thread: start commands from this one
+	sysprog.PrepareCommandOOM() // while its /proc files are still its own
+	sysprog.HoldInitTasks()     // while it may still see the init
 	unreachable()
 	conn, req, ok := recvStart()
 	if !ok {
 		return 1
 	}
 	job := *req.Job
-	if err := confine(job); err != nil {
+	if err := sysprog.Confine(job); err != nil {
 		_ = conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(fmt.Errorf("confining the runner: %w", err))})
 		return 1
 	}
@@ -134,18 +135,18 @@ func dropSignals() {
 
 // runOne runs one command of the session and ends whatever it started.
 func runOne(job wire.Job, r wire.Request, passed []*os.File) wire.Response {
-	defer closeFiles(passed)
+	defer CloseFiles(passed)
 	res := wire.Response{ID: r.ID}
 	if r.Op != "exec" || r.Job == nil || len(r.Job.Argv) == 0 || len(passed) != 3 {
 		res.Err = wire.ToWire(errors.New("runner: exec needs a command and three pipes"))
 		return res
 	}
 	job.Argv, job.Env, job.Dir = r.Job.Argv, r.Job.Env, r.Job.Dir
-	prog, st, ok := findProgram(job, passed[2])
+	prog, st, ok := FindProgram(job, passed[2])
 	if ok {
 		// The runner's copies of the streams close once the command runs:
 		// the host then sees end-of-file when the command's side closes.
-		st, err := startAndReap(job, prog, passed[0], passed[1], passed[2], func() { closeFiles(passed) })
+		st, err := startAndReap(job, prog, passed[0], passed[1], passed[2], func() { CloseFiles(passed) })
 		endAll()
 		if err != nil {
 			res.Err = wire.ToWire(err)
@@ -177,13 +178,13 @@ func endAll() {
 // the limit binds the runner's own (small) use too, so it hands over to a
 // fresh runner long before the limit could stop it.
 func retiring(job wire.Job) bool {
-	return cpuHalfUsed(time.Duration(job.Policy.Limits.CPUTime))
+	return CPUHalfUsed(time.Duration(job.Policy.Limits.CPUTime))
 }
 
-// cpuHalfUsed reports whether this process has used half of limit in CPU
+// CPUHalfUsed reports whether this process has used half of limit in CPU
 // time (user and system); never for no limit (0), always when its usage
 // cannot be read.
-func cpuHalfUsed(limit time.Duration) bool {
+func CPUHalfUsed(limit time.Duration) bool {
 	if limit <= 0 {
 		return false
 	}
@@ -209,21 +210,21 @@ func cpuHalfUsed(limit time.Duration) bool {
 // state once confined and, after each command, retires when anything
 // differs: the next command gets a fresh runner.
 type runnerState struct {
-	limits   [runnerLimits]unix.Rlimit
+	limits   [RunnerLimits]unix.Rlimit
 	sched    unix.SchedAttr
 	affinity unix.CPUSet
 	ioprio   uintptr
 	proc     string // oom_score_adj and autogroup
 }
 
-// runnerLimits is the number of resource limits Linux has (RLIMIT_CPU
+// RunnerLimits is the number of resource limits Linux has (RLIMIT_CPU
 // through RLIMIT_RTTIME).
-const runnerLimits = unix.RLIMIT_RTTIME + 1
+const RunnerLimits = unix.RLIMIT_RTTIME + 1
 
-// readLimits is this process's resource limits (the runner's and a
+// ReadLimits is this process's resource limits (the runner's and a
 // container reaper's state a command may lower). Getrlimit cannot fail
 // for these resources; if it did, that limit would read as zero.
-func readLimits() (l [runnerLimits]unix.Rlimit) {
+func ReadLimits() (l [RunnerLimits]unix.Rlimit) {
 	for r := range l {
 		_ = unix.Getrlimit(r, &l[r])
 	}
@@ -234,7 +235,7 @@ func readLimits() (l [runnerLimits]unix.Rlimit) {
 // The thread is the locked one that starts commands: scheduling and I/O
 // priority are per thread, and a command inherits them from it.
 func readRunnerState() (runnerState, error) {
-	st := runnerState{limits: readLimits()}
+	st := runnerState{limits: ReadLimits()}
 	switch attr, err := unix.SchedGetAttr(0, 0); {
 	case err == nil:
 		st.sched = *attr

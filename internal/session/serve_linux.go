@@ -1,4 +1,4 @@
-package helper
+package session
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func (s *server) denied(p string) bool {
 }
 
 func (s *server) handle(req wire.Request, passed []*os.File) {
-	defer closeFiles(passed)
+	defer CloseFiles(passed)
 	ctx := context.Background()
 	res := wire.Response{ID: req.ID}
 	var err error
@@ -388,7 +388,7 @@ func (s *server) execHelper(req wire.Request, job wire.Job, passed []*os.File, r
 	jobR.Close()
 	stW.Close()
 	diag.started()
-	closeFiles(passed) // the child has its copies: EOF reaches the host when it ends
+	CloseFiles(passed) // the child has its copies: EOF reaches the host when it ends
 	s.mu.Lock()
 	s.execs[req.ID] = c
 	if s.cancelled[req.ID] { // cancelled while it was being started

@@ -1,4 +1,6 @@
-package helper
+//go:build linux
+
+package sysprog
 
 import (
 	"os"

@@ -1,6 +1,6 @@
 //go:build linux && !amd64
 
-package helper
+package sysprog
 
 import (
 	"golang.org/x/sys/unix"

@@ -1,4 +1,6 @@
-package helper
+//go:build linux
+
+package sysprog
 
 import (
 	"bytes"
@@ -32,7 +34,7 @@ func init() {
 // leaves hutch's group. This host's pids controller may be on v1; its
 // cgroup2 mount (/sys/fs/cgroup/unified on a hybrid host) has threaded
 // groups all the same. The child starts /bin/cat /proc/self/cgroup
-// through forkCommand, unconfined (the control) and confined.
+// through ForkCommand, unconfined (the control) and confined.
 // Origin: review 8.
 func TestCommandJoinsThreadedGroupUnderSeccomp(t *testing.T) {
 	if os.Getuid() != 0 {
@@ -104,7 +106,7 @@ func threadedGroupProgram(args []string) int {
 		devnull, _ := os.Open(os.DevNull)
 		var errBuf bytes.Buffer
 		er, ew, _ := os.Pipe()
-		pid, st, ok := forkCommand(job, "/bin/cat", false, devnull, w, ew)
+		pid, st, ok := ForkCommand(job, "/bin/cat", false, devnull, w, ew)
 		w.Close()
 		ew.Close()
 		devnull.Close()

@@ -1,4 +1,4 @@
-package helper
+package sysprog
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package helper
+package containerhelper
 
 import (
 	"context"
@@ -20,12 +20,14 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/hostfs"
+	"github.com/hutchsandbox/hutch/internal/session"
+	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-// The container tier's helper: hutch's own static binary, mounted
+// The roles: hutch's own static binary, mounted
 // read-only into the container and started as
 //
 //	hutch-helper init           the container's PID 1 (idle, reaps zombies)
@@ -36,9 +38,9 @@ import (
 // Roles are chosen by argv[0]'s base name and the first argument, so a
 // normal invocation of hutch never takes them.
 
-// containerMain runs the role args names; ok is false when args name none
+// Main runs the role args names; ok is false when args name none
 // (the program then carries on as itself).
-func containerMain(args []string) (code int, ok bool) {
+func Main(args []string) (code int, ok bool) {
 	if len(args) == 0 {
 		return 0, false
 	}
@@ -51,7 +53,7 @@ func containerMain(args []string) (code int, ok bool) {
 			fmt.Fprintf(os.Stderr, "hutch-helper: unknown arguments %q (usage: hutch-helper init [--until-eof=READY])\n", args[1:])
 			return 2, true
 		}
-		reserveThreads(idleThreads + 1) // one more for the read of stdin
+		sysprog.ReserveThreads(sysprog.IdleThreads + 1) // one more for the read of stdin
 		return containerInit(watch, ready), true
 	case "serve":
 		lim, root, err := serveArgs(args[1:])
@@ -59,10 +61,10 @@ func containerMain(args []string) (code int, ok bool) {
 			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--cpu-time=SECONDS] [--open-files=N] ROOT)\n", err)
 			return 2, true
 		}
-		reserveThreads(serverThreads)
+		sysprog.ReserveThreads(sysprog.ServerThreads)
 		return serveStream(os.Stdin, os.Stdout, root, lim), true
 	case "reaper":
-		reserveThreads(starterThreads)
+		sysprog.ReserveThreads(sysprog.StarterThreads)
 		return reaperMain(), true
 	}
 	return 0, false
@@ -645,7 +647,7 @@ func (r *reaperProc) discard() { _ = r.conn.Close() }
 // so one command's end never touches another's processes.
 func reaperMain() int {
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	prepareCommandOOM() // while its /proc files are still its own
+	sysprog.PrepareCommandOOM() // while its /proc files are still its own
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// Signals a command may send (same user) are caught and dropped;
 	// caught rather than ignored so that commands start with the default
@@ -689,7 +691,7 @@ func reaperMain() int {
 				}
 				killMu.Unlock()
 			default:
-				closeFiles(files)
+				session.CloseFiles(files)
 			}
 		}
 	}()
@@ -697,11 +699,11 @@ func reaperMain() int {
 	// command must start with. A command runs as this reaper's user, so
 	// it may lower them from outside (prlimit on its parent); the reaper
 	// then retires after that command rather than hand them on.
-	var limits [runnerLimits]unix.Rlimit
+	var limits [session.RunnerLimits]unix.Rlimit
 	first := true
 	for r := range reqs {
 		if first {
-			limits, first = readLimits(), false
+			limits, first = session.ReadLimits(), false
 		}
 		killMu.Lock()
 		current.Store(r.req.ID)
@@ -713,7 +715,7 @@ func reaperMain() int {
 		// A CPU-time limit binds this reaper's own (small) use too:
 		// it retires at half of it, long before the limit could stop
 		// it, and the server starts a fresh one.
-		res.Done = readLimits() != limits || cpuHalfUsed(cpuLimit(limits[unix.RLIMIT_CPU]))
+		res.Done = session.ReadLimits() != limits || session.CPUHalfUsed(cpuLimit(limits[unix.RLIMIT_CPU]))
 		if err := conn.Send(res); err != nil || res.Done {
 			return 0
 		}
@@ -732,24 +734,24 @@ func cpuLimit(lim unix.Rlimit) time.Duration {
 
 // runReaped runs one command and ends every process it started.
 func runReaped(r wire.Request, files []*os.File) wire.Response {
-	defer closeFiles(files)
+	defer session.CloseFiles(files)
 	res := wire.Response{ID: r.ID}
 	if r.Job == nil || len(r.Job.Argv) == 0 || len(files) != 3 {
 		res.Err = wire.ToWire(errors.New("reaper: exec needs a command and three pipes"))
 		return res
 	}
 	job := *r.Job
-	prog, st, ok := findProgram(job, files[2])
+	prog, st, ok := session.FindProgram(job, files[2])
 	if !ok {
 		res.Status = &st
 		return res
 	}
-	pid, st, ok := forkCommand(job, prog, true, files[0], files[1], files[2])
+	pid, st, ok := sysprog.ForkCommand(job, prog, true, files[0], files[1], files[2])
 	if !ok {
 		res.Status = &st
 		return res
 	}
-	closeFiles(files) // the command holds them now
+	session.CloseFiles(files) // the command holds them now
 	var timedOut atomic.Bool
 	var stopTimer func()
 	if r.Timeout > 0 {
@@ -779,7 +781,7 @@ func runReaped(r wire.Request, files []*os.File) wire.Response {
 // waitFor reaps children (orphans come here too) until pid ends, and
 // returns its status.
 func waitFor(pid int) wire.Status {
-	st, err := reapUntil(pid)
+	st, err := sysprog.ReapUntil(pid)
 	if err != nil {
 		return wire.Status{Signal: int(syscall.SIGKILL)} // ECHILD: cannot happen
 	}

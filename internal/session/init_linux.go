@@ -1,21 +1,22 @@
-package helper
+package session
 
 import (
 	"fmt"
 	"os"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
-// initMain is PID 1 of the sandbox's new user, mount, PID, IPC, UTS and
+// InitMain is PID 1 of the sandbox's new user, mount, PID, IPC, UTS and
 // (unless the network is "all") network namespaces. It reads the "start"
 // request on its socket (fd 3), builds the sandbox's filesystem view from
 // the policy, then serves file operations and commands until the host
 // closes the socket or kills it. When it exits the kernel kills whatever
 // is left in the PID namespace.
-func initMain() int {
+func InitMain() int {
 	// The control socket (closeInheritedOnExec, run by Main, marked it)
 	// must never reach a command the init starts, nor through /proc; and
 	// PID 1 of the sandbox (the starter of a one-shot run's command, too)
@@ -57,14 +58,10 @@ func initMain() int {
 }
 
 func setup(job wire.Job) error {
-	prog, err := rootProgram(job.Policy, job.Quotas)
-	if err != nil {
-		return err
-	}
-	return prog.exec()
+	return sysprog.SetUpRoot(job.Policy, job.Quotas)
 }
 
-func closeFiles(files []*os.File) {
+func CloseFiles(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}

@@ -1,4 +1,6 @@
-package helper
+//go:build linux
+
+package sysprog
 
 import (
 	"bytes"
@@ -276,7 +278,7 @@ func TestNprocMessageOnlyWhenTheLimitIsReached(t *testing.T) {
 
 func fullPidsGroupChild(t *testing.T, dir string) {
 	// Threads for the runtime to reuse once the cgroup is full.
-	reserveThreads(8)
+	ReserveThreads(8)
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +314,7 @@ func init() {
 
 // groupCommandProgram runs, as a program of this test binary (its
 // CmdGroupFD the file the parent put there, its job's process limit
-// args[0]), one command through forkCommand with a command group, and
+// args[0]), one command through ForkCommand with a command group, and
 // prints what came of it on stdout.
 func groupCommandProgram(args []string) int {
 	job := wire.Job{Argv: []string{"sh", "-c", "echo ran"}, Dir: "/", Env: []string{"PATH=/usr/bin:/bin"}, CmdGroup: true}
@@ -320,7 +322,7 @@ func groupCommandProgram(args []string) int {
 	devnull, _ := os.Open(os.DevNull)
 	outR, outW, _ := os.Pipe()
 	errR, errW, _ := os.Pipe()
-	pid, st, ok := forkCommand(job, "/bin/sh", false, devnull, outW, errW)
+	pid, st, ok := ForkCommand(job, "/bin/sh", false, devnull, outW, errW)
 	devnull.Close()
 	outW.Close()
 	errW.Close()

@@ -1,4 +1,4 @@
-package helper
+package sysprog
 
 import (
 	"errors"
@@ -26,6 +26,17 @@ type bind struct {
 
 // devNodes are the devices a sandbox's /dev holds.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// SetUpRoot builds the sandbox's root for policy p and quotas q (see
+// rootProgram) and runs that program in this process: a session's init
+// calls it before it serves.
+func SetUpRoot(p policy.Policy, q wire.Quotas) error {
+	prog, err := rootProgram(p, q)
+	if err != nil {
+		return err
+	}
+	return prog.exec()
+}
 
 // rootProgram makes the program that builds the sandbox's filesystem from
 // the policy, run by a process that is alone in a new mount namespace and
