@@ -244,6 +244,10 @@ func (s *streamServer) dispatch(f wire.Frame) error {
 			go s.finish(f.ID, s.write(op))
 		case wire.FrameType(f.Payload[0]) == wire.FrameStdin && op.stdin != nil:
 			op.stdin.End()
+		case wire.FrameType(f.Payload[0]) == wire.FrameStdout && op.stdout != nil:
+			op.stdout.Refuse() // the host's reader failed: the command gets SIGPIPE
+		case wire.FrameType(f.Payload[0]) == wire.FrameStderr && op.stderr != nil:
+			op.stderr.Refuse()
 		default:
 			return wire.ProtoErr("unexpected close for operation %d", f.ID)
 		}
@@ -488,6 +492,12 @@ func (s *streamServer) pump(wg *sync.WaitGroup, id uint64, t wire.FrameType, r *
 	for {
 		n := win.Take(wire.StreamChunk)
 		if n == 0 {
+			if win.Refused() {
+				// The host's reader failed: as with a closed pipe, the
+				// command's next write gets SIGPIPE.
+				r.Close()
+				return
+			}
 			_, _ = io.Copy(io.Discard, r) // the host stopped listening
 			return
 		}

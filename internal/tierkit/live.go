@@ -1,9 +1,11 @@
 package tierkit
 
 import (
+	"errors"
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -203,10 +205,11 @@ func (ls Lives) Close(grace time.Duration) {
 // sandbox.LiveGrace for the live writers), and Close in every case.
 type Pipes struct {
 	// Child are the command's ends: stdin, stdout, stderr.
-	Child  [3]*os.File
-	parent [3]*os.File
-	live   Lives
-	copied sync.WaitGroup
+	Child   [3]*os.File
+	parent  [3]*os.File
+	live    Lives
+	copied  sync.WaitGroup
+	refused atomic.Bool
 }
 
 // NewPipes makes the pipes and starts the copies. wrapStderr, when set,
@@ -240,12 +243,19 @@ func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrapStderr func(i
 				// The live writer failed (or the read end was cut):
 				// close it, so the command gets EPIPE (SIGPIPE) on its
 				// next write, as on a closed pipe, rather than block.
+				if !errors.Is(err, os.ErrClosed) {
+					p.refused.Store(true)
+				}
 				p.parent[i+1].Close()
 			}
 		}()
 	}
 	return p, nil
 }
+
+// Refused reports whether a live writer failed, so that the command's
+// output pipe was closed under it (its next write got SIGPIPE).
+func (p *Pipes) Refused() bool { return p.refused.Load() }
 
 // Started closes this process's copies of the command's ends, so the
 // output ends when the command's last process lets go of it.

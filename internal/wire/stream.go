@@ -47,7 +47,7 @@ import (
 
 // StreamVersion is the stream protocol's version, sent in Hello. A host
 // and a helper of different versions do not talk.
-const StreamVersion = 1
+const StreamVersion = 2
 
 // Frame sizes.
 const (
@@ -73,7 +73,7 @@ const (
 	FrameStdin    FrameType = 5  // host → helper: command input
 	FrameStdout   FrameType = 6  // helper → host
 	FrameStderr   FrameType = 7  // helper → host
-	FrameClose    FrameType = 8  // end of a stream: payload is its type (Data or Stdin)
+	FrameClose    FrameType = 8  // end of a stream: payload is its type (Data or Stdin; host → helper also Stdout or Stderr: the host stopped reading it)
 	FrameCredit   FrameType = 9  // payload: stream type, then uint32 bytes consumed
 	FrameCancel   FrameType = 10 // host → helper: stop the exec with this id
 )
@@ -160,8 +160,13 @@ func CheckFrame(f Frame) error {
 			return ProtoErr("%v frame of %d bytes is over the %d byte chunk", f.Type, n, StreamChunk)
 		}
 	case FrameClose:
-		if n != 1 || (FrameType(f.Payload[0]) != FrameData && FrameType(f.Payload[0]) != FrameStdin) {
-			return ProtoErr("close frame must name the data or stdin stream")
+		if n != 1 {
+			return ProtoErr("close frame must name one stream")
+		}
+		switch FrameType(f.Payload[0]) {
+		case FrameData, FrameStdin, FrameStdout, FrameStderr:
+		default:
+			return ProtoErr("close frame must name the data, stdin, stdout or stderr stream")
 		}
 	case FrameCredit:
 		if n != 5 {
@@ -318,10 +323,11 @@ type StreamResponse struct {
 // Window tracks one flow-controlled stream on the sending side: how many
 // bytes may still be sent. It is safe for concurrent use.
 type Window struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	avail  int
-	closed bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+	avail   int
+	closed  bool
+	refused bool
 }
 
 // NewWindow starts with StreamWindow bytes available.
@@ -366,6 +372,23 @@ func (w *Window) Close() {
 	w.closed = true
 	w.cond.Broadcast()
 	w.mu.Unlock()
+}
+
+// Refuse is Close because the receiver stopped reading the stream (a
+// Close frame for it): the sender should end the stream at its source
+// rather than drain it.
+func (w *Window) Refuse() {
+	w.mu.Lock()
+	w.refused = true
+	w.mu.Unlock()
+	w.Close()
+}
+
+// Refused reports whether Refuse was called.
+func (w *Window) Refused() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.refused
 }
 
 // Inbox queues one flow-controlled stream on the receiving side. Put never

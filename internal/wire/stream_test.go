@@ -28,6 +28,8 @@ func TestFrameRoundTrip(t *testing.T) {
 		{FrameData, 7, bytes.Repeat([]byte{0, 0xff}, 1000)},
 		{FrameStdout, 1 << 60, []byte("x")},
 		{FrameClose, 3, []byte{byte(FrameStdin)}},
+		{FrameClose, 3, []byte{byte(FrameStdout)}},
+		{FrameClose, 3, []byte{byte(FrameStderr)}},
 		{FrameCredit, 3, CreditPayload(FrameStdout, StreamWindow)},
 		{FrameCancel, 9, nil},
 	}
@@ -49,7 +51,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	if _, err := fr.ReadFrame(); err != io.EOF {
 		t.Errorf("after the last frame: %v, want io.EOF", err)
 	}
-	if s, n := Credit(frames[5]); s != FrameStdout || n != StreamWindow {
+	if s, n := Credit(frames[7]); s != FrameStdout || n != StreamWindow {
 		t.Errorf("credit decodes to %v %d", s, n)
 	}
 }
@@ -68,7 +70,7 @@ func TestFrameDecoderIsStrict(t *testing.T) {
 		"request not json":     frameBytes(FrameRequest, 1, []byte(`xx`)),
 		"empty data":           frameBytes(FrameData, 1, nil),
 		"stdout over a chunk":  frameBytes(FrameStdout, 1, make([]byte, StreamChunk+1)),
-		"close of stdout":      frameBytes(FrameClose, 1, []byte{byte(FrameStdout)}),
+		"close of the hello":   frameBytes(FrameClose, 1, []byte{byte(FrameHello)}),
 		"close too long":       frameBytes(FrameClose, 1, []byte{byte(FrameData), 0}),
 		"credit short":         frameBytes(FrameCredit, 1, []byte{byte(FrameStdin), 0, 0, 1}),
 		"credit zero":          frameBytes(FrameCredit, 1, CreditPayload(FrameStdin, 0)),

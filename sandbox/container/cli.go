@@ -722,10 +722,27 @@ func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	}
 	res := tierkit.Captured(begin, stdout, stderr)
 	res.ExitCode = c.ProcessState.ExitCode()
-	if timedOut {
+	switch {
+	case timedOut:
 		res.TimedOut, res.ExitCode, res.Signal = true, 137, "SIGKILL"
+	case res.ExitCode == -1 && pipes.Refused():
+		// A live writer failed: the runtime's exec died of the broken
+		// pipe, and the command's tree, which does not write into that
+		// pipe itself, may still run in the container. End it, and report
+		// what the command would have had from a pipe of its own.
+		b.endTree(hdr)
+		res.ExitCode, res.Signal = 141, "SIGPIPE"
 	}
 	return res, nil
+}
+
+// endTree kills the tree of a wrapper whose runtime's exec is gone, trying
+// for up to killGrace.
+func (b cliBackend) endTree(hdr *headerWriter) {
+	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
+	defer cancel()
+	pid, start := hdr.id()
+	b.killTree(ctx, nil, pid, start, killRetry, false)
 }
 
 // kill ends a running wrapper's tree from a second exec, once its header

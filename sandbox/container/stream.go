@@ -436,6 +436,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 // writer while the caller listens), crediting each chunk back.
 func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t wire.FrameType, in *wire.Inbox, buf *tierkit.TailBuffer, live *tierkit.Live) {
 	defer wg.Done()
+	refused := false
 	for {
 		chunk, ok := in.Next()
 		if !ok {
@@ -443,8 +444,13 @@ func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t wire.FrameType, i
 		}
 		_, _ = buf.Write(chunk)
 		// A live writer that failed takes nothing more (its Write
-		// returns the error at once): as with a closed pipe.
-		_, _ = live.Write(chunk)
+		// returns the error at once), and the helper is told to close the
+		// stream at its source: the command's next write gets SIGPIPE, as
+		// on the tiers where the command writes into hutch's own pipe.
+		if _, err := live.Write(chunk); err != nil && !refused {
+			refused = true
+			_ = sc.fw.WriteFrame(wire.FrameClose, id, []byte{byte(t)})
+		}
 		_ = sc.fw.WriteFrame(wire.FrameCredit, id, wire.CreditPayload(t, len(chunk)))
 	}
 }

@@ -516,6 +516,14 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 			t.Errorf("cat of a blocking stdin: timed out %v after %v", r.TimedOut, d)
 		}
 	})
+	t.Run("a failing live writer ends the command with SIGPIPE", func(t *testing.T) {
+		fail := writerFunc(func([]byte) (int, error) { return 0, errors.New("client went away") })
+		r := run(t, sandbox.Command{Shell: "yes", Stdout: fail, Timeout: 8 * time.Second})
+		// 141 (128+SIGPIPE) is how a shell reports its child killed by it.
+		if r.TimedOut || r.Signal != "SIGPIPE" && r.ExitCode != 141 {
+			t.Errorf("timed out %v, exit %d, signal %q; want SIGPIPE at once", r.TimedOut, r.ExitCode, r.Signal)
+		}
+	})
 	t.Run("live output is complete", func(t *testing.T) {
 		var live bytes.Buffer
 		r := run(t, sandbox.Command{Shell: "head -c 300000 /dev/zero | tr '\\0' a; printf END", Stdout: &live})
@@ -732,3 +740,8 @@ func testGlobBracesStayInside(t *testing.T, sb sandbox.Sandbox) {
 		}
 	}
 }
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
