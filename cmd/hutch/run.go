@@ -121,12 +121,7 @@ func runOpened(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Resul
 	if policyFlagsSet(c.Flags()) {
 		return sandbox.Result{}, fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
 	}
-	sb, err := openSandbox(c, config.Settings{Tier: f.tier, Root: f.root})
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	defer sb.Close()
-	return sb.Exec(c.Context(), cmd)
+	return execIn(c, config.Settings{Tier: f.tier, Root: f.root}, cmd)
 }
 
 // report prints res as --json asks, or says on stderr why the command
@@ -162,21 +157,21 @@ func runContainer(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Re
 		}
 		s.Isolation = &pol
 	}
-	sb, err := openSandbox(c, s)
+	return execIn(c, s, cmd)
+}
+
+// execIn runs cmd once in a sandbox opened from s, closed afterwards, and
+// shows on stderr the notes of what the sandbox cannot enforce.
+func execIn(c *cobra.Command, s config.Settings, cmd sandbox.Command) (sandbox.Result, error) {
+	sb, notes, err := config.OpenSandbox(c.Context(), s)
+	for _, n := range notes {
+		fmt.Fprintln(c.ErrOrStderr(), "hutch: note: "+n)
+	}
 	if err != nil {
 		return sandbox.Result{}, err
 	}
 	defer sb.Close()
 	return sb.Exec(c.Context(), cmd)
-}
-
-// openSandbox opens the sandbox of s and shows its notes on stderr.
-func openSandbox(c *cobra.Command, s config.Settings) (sandbox.Sandbox, error) {
-	sb, notes, err := config.OpenSandbox(c.Context(), s)
-	for _, n := range notes {
-		fmt.Fprintln(c.ErrOrStderr(), "hutch: note: "+n)
-	}
-	return sb, err
 }
 
 func buildCommand(f runFlags, args []string) (sandbox.Command, error) {

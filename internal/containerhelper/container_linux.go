@@ -177,7 +177,7 @@ func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandL
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
-	s := &streamServer{fw: wire.NewFrameWriter(out), files: files, base: containerBaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
+	s := &streamServer{fw: wire.NewFrameWriter(out), files: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
 	defer s.shutdown()
 	go s.prewarm()
 	if err := s.fw.WriteJSON(wire.FrameHello, 0, wire.Hello{Version: wire.StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
@@ -197,19 +197,6 @@ func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandL
 			return 2
 		}
 	}
-}
-
-// containerBaseEnv is the base environment of every command: PATH, HOME
-// and LANG from what the runtime gave this process (the image's settings),
-// nothing else.
-func containerBaseEnv() map[string]string {
-	env := map[string]string{"PATH": sandbox.DefaultPath}
-	for _, k := range []string{"PATH", "HOME", "LANG"} {
-		if v := os.Getenv(k); v != "" {
-			env[k] = v
-		}
-	}
-	return env
 }
 
 func (s *streamServer) op(id uint64) *srvOp {

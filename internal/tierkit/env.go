@@ -2,6 +2,7 @@ package tierkit
 
 import (
 	"maps"
+	"os"
 	"slices"
 	"time"
 
@@ -39,4 +40,18 @@ func EnvList(env map[string]string) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
+}
+
+// BaseEnv is a command's base environment on the tiers that take it from
+// the process that starts the command: PATH (sandbox.DefaultPath when
+// unset or empty), HOME and LANG from this process's environment, and
+// nothing else of it.
+func BaseEnv() map[string]string {
+	env := map[string]string{"PATH": sandbox.DefaultPath}
+	for _, k := range []string{"PATH", "HOME", "LANG"} {
+		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	return env
 }

@@ -18,17 +18,6 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-// baseEnv is PATH, HOME and LANG from hutch's environment; nothing else.
-func baseEnv() map[string]string {
-	env := map[string]string{"PATH": sandbox.DefaultPath}
-	for _, k := range []string{"PATH", "HOME", "LANG"} {
-		if v, ok := os.LookupEnv(k); ok && v != "" {
-			env[k] = v
-		}
-	}
-	return env
-}
-
 // Exec runs cmd on the host, starting in cmd.Dir under the root, as PID 1
 // of a new PID namespace (see the package documentation).
 func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
@@ -44,7 +33,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if err := Check(); err != nil {
 		return sandbox.Result{}, err
 	}
-	env := tierkit.MergeEnv(baseEnv(), s.env, cmd.Env)
+	env := tierkit.MergeEnv(tierkit.BaseEnv(), s.env, cmd.Env)
 	argv := cmd.Args
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
