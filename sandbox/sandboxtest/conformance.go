@@ -518,10 +518,16 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 	})
 	t.Run("a failing live writer ends the command with SIGPIPE", func(t *testing.T) {
 		fail := writerFunc(func([]byte) (int, error) { return 0, errors.New("client went away") })
-		r := run(t, sandbox.Command{Shell: "yes", Stdout: fail, Timeout: 8 * time.Second})
+		marker := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+		r := run(t, sandbox.Command{Shell: "yes " + marker, Stdout: fail, Timeout: 8 * time.Second})
 		// 141 (128+SIGPIPE) is how a shell reports its child killed by it.
 		if r.TimedOut || r.Signal != "SIGPIPE" && r.ExitCode != 141 {
 			t.Errorf("timed out %v, exit %d, signal %q; want SIGPIPE at once", r.TimedOut, r.ExitCode, r.Signal)
+		}
+		if opts.HostProcesses {
+			if left := Survivors(marker, 2*time.Second); len(left) > 0 {
+				t.Errorf("the command outlived its broken pipe: %q", left)
+			}
 		}
 	})
 	t.Run("live output is complete", func(t *testing.T) {
