@@ -79,13 +79,30 @@ echo "== go test -race"
 # above has those) -- except four, whose whole suites under the race
 # detector's 5-10x slowdown would not fit CI's time: the isolated and
 # container tiers' suites (fork and memory bombs in both modes; some 800
-# docker execs) and helper and cmd/hutch, which start them. Of those the
-# parts where hutch's own goroutines meet run here: the stream protocol,
-# the helper's server and its reapers (no container engine needed), and
-# the raw-forked one-shot PID 1.
+# docker execs) and helper and cmd/hutch, which start them. The pieces
+# where hutch's own goroutines meet live in packages that do run whole
+# (internal/wire's stream protocol, internal/session's server and reapers,
+# internal/sysprog's one-shot PID 1); of the four, the parts that drive
+# them end to end run here by name.
 go test -race -count=1 -short $(go list ./... | grep -v -x -e '.*/sandbox/isolated' -e '.*/sandbox/container' -e '.*/helper' -e '.*/cmd/hutch')
-go test -race -count=1 -run 'TestConformanceLocalHelper|TestFrame|TestWindowAndInbox|TestDecodeJSON' ./sandbox/container/ ./helper/
-go test -race -count=1 -run 'TestOneShot|TestProgram' ./sandbox/isolated/ ./helper/
+
+# race_named PATTERN PKG...: runs the tests PATTERN names in PKG under the
+# race detector, and fails if any alternative of PATTERN names no test
+# there, so a renamed or moved test cannot drop out of this run unseen.
+race_named() {
+  local pattern=$1 alt listed
+  shift
+  listed=$(go test -list '.*' "$@" | grep -E '^(Test|Example)' || true)
+  for alt in ${pattern//|/ }; do
+    if ! echo "$listed" | grep -q -E "^$alt"; then
+      echo "race run: no test matches $alt in $*: update scripts/test.sh"
+      exit 1
+    fi
+  done
+  go test -race -count=1 -run "$pattern" "$@"
+}
+race_named 'TestConformanceLocalHelper' ./sandbox/container/
+race_named 'TestOneShot' ./sandbox/isolated/
 
 # One fuzz run. Go's fuzzer sometimes ends a loaded run with "context
 # deadline exceeded" although no input failed (a worker missed the end of

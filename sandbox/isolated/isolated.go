@@ -1,23 +1,3 @@
-// Package isolated is hutch's kernel-isolated tier on Linux: a command runs
-// under a policy (package policy) enforced by independent layers —
-//
-//   - new user, mount, PID, IPC, UTS and (unless the network is "all")
-//     network namespaces;
-//   - a new root made only of the policy's paths (read-only or writable
-//     binds, denied paths masked), a fresh /proc, a minimal /dev and a
-//     private /tmp;
-//   - a Landlock ruleset mirroring the policy (best effort by kernel ABI);
-//   - a seccomp filter refusing ptrace, mounts, namespaces, keyrings, bpf,
-//     perf events, modules, kexec, userfaultfd, io_uring, and unix, packet
-//     and raw sockets;
-//   - no_new_privs and every capability dropped;
-//   - resource limits and priority;
-//
-// — and when the command ends, times out or is cancelled, everything it
-// started dies with the PID namespace.
-//
-// The program using this package must call helper.Main at the start of
-// main: the sandbox's init and exec helpers are this same binary.
 package isolated
 
 import (
