@@ -19,7 +19,8 @@ type AuditEntry struct {
 	Tool       string     `json:"tool,omitempty"`
 	Mode       Mode       `json:"mode"`
 	// Outcome is "allowed", "denied", "approval_required" or "asking" (an
-	// Asker deferred; the call comes again with the answer). A person's
+	// Asker deferred; the call comes again with the answer), or, for an
+	// escalated run_code call, "run" or "refused" (Gate.Confirm). A person's
 	// decision on a pending request (RecordDecided) is "approved" or
 	// "denied", by "person". A decision no call used within the store's
 	// decision TTL is "expired" (ApprovalID and DecidedBy name it), on a
@@ -30,6 +31,9 @@ type AuditEntry struct {
 	// DecidedBy names the person who decided ApprovalID.
 	DecidedBy string `json:"decided_by,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Sandbox names the sandbox an escalated run_code call asked for (on
+	// its asking, decision, and "run" or "refused" lines).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // MaxAuditText bounds an audit line's Detail and Reason, in bytes.

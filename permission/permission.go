@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -27,10 +28,16 @@ const (
 	Shell  Capability = "shell"
 	Fetch  Capability = "fetch"
 	Search Capability = "search"
+	// Code is running code a model wrote in a declared sandbox
+	// (run_code). Its default sandbox runs in every mode without asking:
+	// declaring it is what allows it. A call naming a wider sandbox (an
+	// escalation, Request.Escalation) waits for a person in every mode;
+	// see Gate.Check and Gate.Confirm.
+	Code Capability = "code"
 )
 
 // Capabilities lists every known capability.
-var Capabilities = []Capability{Read, Glob, Write, Shell, Fetch, Search}
+var Capabilities = []Capability{Read, Glob, Write, Shell, Fetch, Search, Code}
 
 // Known reports whether c is a known capability.
 func (c Capability) Known() bool { return slices.Contains(Capabilities, c) }
@@ -50,7 +57,10 @@ func ParseCapabilities(s string) ([]Capability, error) {
 		}
 		c := Capability(f)
 		if !c.Known() {
-			return nil, fmt.Errorf("%w: unknown capability %q: choose from %s", ErrConfig, f, joinCaps(Capabilities))
+			return nil, fmt.Errorf("%w: unknown capability %q: choose from %s", ErrConfig, f, joinCaps(Capabilities[:len(Capabilities)-1]))
+		}
+		if c == Code {
+			return nil, errAllowCode
 		}
 		out = append(out, c)
 	}
@@ -108,6 +118,11 @@ type Request struct {
 	// Approvals bind to it too: one given for one workspace never covers
 	// a call in another that shares the store.
 	Scope string
+	// Escalation, for Code, names the wider sandbox the call asks to run
+	// in; "" runs in the default sandbox. An escalation is decided by a
+	// person for this one call, in every mode, and the decision must be
+	// confirmed (Gate.Confirm) right before the run.
+	Escalation string
 }
 
 // Printable is s as it can be shown to a person making a decision: s
@@ -161,6 +176,19 @@ type Decision struct {
 	// DecidedBy, with ApprovalID, names the person who approved or denied
 	// that request.
 	DecidedBy string
+
+	// grant is set by the gate on an allowed escalation, and only there:
+	// Confirm runs nothing without it, so a Decision made anywhere else
+	// allows no escalated run.
+	grant *grant
+}
+
+// grant is what an allowed escalation carries to Confirm: the gate that
+// allowed it, the request it covers, and whether it was used.
+type grant struct {
+	gate *Gate
+	key  string
+	used atomic.Bool
 }
 
 // ErrConfig matches every error about a wrong permission setting: an
@@ -232,6 +260,9 @@ func New(cfg Config) (*Gate, error) {
 		if !c.Known() {
 			return nil, fmt.Errorf("%w: unknown capability %q in the allow list", ErrConfig, c)
 		}
+		if c == Code {
+			return nil, errAllowCode
+		}
 		g.allow[c] = true
 	}
 	return g, nil
@@ -244,7 +275,7 @@ func (g *Gate) Mode() Mode { return g.cfg.Mode }
 // a tool needing it should not be offered at all.
 func (g *Gate) NeverAllows(c Capability) bool {
 	switch {
-	case g.cfg.Mode == Auto:
+	case g.cfg.Mode == Auto, c == Code:
 		return false
 	case !c.Known():
 		return true
@@ -269,7 +300,13 @@ func (g *Gate) Check(ctx context.Context, req Request) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	d, err := g.decide(ctx, req)
+	var d Decision
+	var err error
+	if req.Capability == Code {
+		d, err = g.decideCode(ctx, req)
+	} else {
+		d, err = g.decide(ctx, req)
+	}
 	if aerr := g.audit(req, d, err); aerr != nil && d.Allowed {
 		// An action that cannot be recorded does not happen.
 		d = deny("audit", "%s denied: audit log failed: %v", req.describe(), aerr)
@@ -386,5 +423,6 @@ func (g *Gate) entry(req Request, d Decision, outcome string) AuditEntry {
 		ApprovalID: d.ApprovalID,
 		DecidedBy:  d.DecidedBy,
 		Reason:     d.Reason,
+		Sandbox:    req.Escalation,
 	}
 }

@@ -150,7 +150,8 @@ func openStore(path string, create bool) (*Store, error) {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-// RequestKey binds a request to its capability, tool, scope and arguments. The
+// RequestKey binds a request to its capability, tool, scope, arguments
+// and, for an escalation, the sandbox it names. The
 // arguments are canonicalized (object keys sorted, insignificant space
 // dropped) so the same call always has the same key.
 func RequestKey(req Request) (string, error) {
@@ -159,7 +160,12 @@ func RequestKey(req Request) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(req.Capability), []byte(req.Tool), []byte(req.Scope), args} {
+	parts := [][]byte{[]byte(req.Capability), []byte(req.Tool), []byte(req.Scope), args}
+	if req.Escalation != "" {
+		// Only escalations name a sandbox: every other key stays as it was.
+		parts = append(parts, []byte("escalation"), []byte(req.Escalation))
+	}
+	for _, part := range parts {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
