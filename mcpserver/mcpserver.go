@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -174,8 +175,25 @@ func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}, stop
 		if out.Data != nil {
 			res.StructuredContent = out.Data
 		}
+		for _, f := range out.Files {
+			res.Content = append(res.Content, fileContent(f))
+		}
 		return res, nil
 	}
+}
+
+// fileContent is a file run_code returns, as a model best sees it: text
+// as text, a PNG, JPEG, GIF or WebP image as an image, anything else as an
+// embedded resource with its bytes.
+func fileContent(f tool.CodeFile) mcp.Content {
+	mt, _, _ := strings.Cut(f.MediaType, ";")
+	switch {
+	case mt == "image/png" || mt == "image/jpeg" || mt == "image/gif" || mt == "image/webp":
+		return &mcp.ImageContent{Data: f.Data, MIMEType: mt}
+	case utf8.Valid(f.Data) && (strings.HasPrefix(mt, "text/") || mt == "application/json" || mt == "application/xml" || mt == "image/svg+xml"):
+		return &mcp.TextContent{Text: fmt.Sprintf("file %s (%s, %d bytes):\n%s", f.Name, mt, f.Size, f.Data)}
+	}
+	return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "hutch-run:///" + f.Name, MIMEType: mt, Blob: f.Data}}
 }
 
 func approvalText(ar *permission.ApprovalRequiredError, storePath string) string {

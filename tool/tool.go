@@ -23,6 +23,9 @@ type Output struct {
 	Data any
 	// IsError marks a failed or refused call.
 	IsError bool
+	// Files are the files a run_code call wrote, with their bytes, for a
+	// front end to show (images as images); Text lists them without.
+	Files []CodeFile
 }
 
 func failf(format string, args ...any) Output {
@@ -61,6 +64,8 @@ type Options struct {
 	Fetcher *Fetcher
 	// Search enables the web_search tool; nil leaves it out.
 	Search SearchBackend
+	// Code enables the run_code tool; nil leaves it out.
+	Code *CodeOptions
 	// WriteGuard controls the read-before-write guard of write_file and
 	// edit_file. GuardAuto (the default) turns it on for every real
 	// filesystem — where editors, builds and other agents change files —
@@ -86,6 +91,7 @@ type Toolset struct {
 	seen    readTracker
 	offered []Tool // decided once: the gate and the sandbox do not change
 	scope   string // which sandbox approvals bind to
+	code    *code  // run_code, when configured
 }
 
 // New returns the toolset for a session. Errors match ErrConfig.
@@ -96,6 +102,10 @@ func New(opts Options) (*Toolset, error) {
 	_, volatile := opts.Sandbox.(sandbox.InMemory)
 	guard := opts.WriteGuard == GuardOn || (opts.WriteGuard == GuardAuto && !volatile)
 	ts := &Toolset{opts: opts, guard: guard, scope: Scope(opts.Sandbox)}
+	var err error
+	if ts.code, err = newCode(opts.Code); err != nil {
+		return nil, err
+	}
 	ts.offered = ts.offer()
 	return ts, nil
 }
@@ -119,7 +129,8 @@ func (ts *Toolset) Sandbox() sandbox.Sandbox { return ts.opts.Sandbox }
 
 // Tools lists the tools this session offers: read_file and glob always;
 // write_file and edit_file unless write can never pass the gate; shell when
-// the sandbox has one and shell can pass; fetch with a Fetcher and
+// the sandbox has one and shell can pass; run_code with CodeOptions (its
+// default sandbox runs in every mode); fetch with a Fetcher and
 // web_search with a backend, each unless its capability can never pass. A
 // tool the agent could never use is not offered at all.
 func (ts *Toolset) Tools() []Tool { return slices.Clone(ts.offered) }
@@ -147,6 +158,9 @@ func (ts *Toolset) offer() []Tool {
 			}
 		}
 		out = append(out, t)
+	}
+	if ts.code != nil {
+		out = append(out, ts.code.tool())
 	}
 	return out
 }
