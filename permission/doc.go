@@ -22,6 +22,16 @@
 // An allow list adds capabilities in every mode. Unknown capabilities are
 // denied in every mode but Auto (fail closed).
 //
+// # Escalations
+//
+// [Code] is running code in a declared sandbox. A call in its default
+// sandbox is allowed in every mode. A call naming a wider sandbox
+// (Request.Escalation) is decided by a person in every mode — the Asker in
+// Ask, the Store in Approve; Auto and ReadOnly refuse it, and no allow list
+// can hold code — and [Gate.Confirm], the last check before the run,
+// requires this gate's own decision on exactly that request, once
+// ([ErrNotApproved] otherwise).
+//
 // # Errors
 //
 // A denial is an ordinary Decision the agent sees; only "approval

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,7 +42,8 @@ func newCodeBed(t *testing.T, cfg permission.Config, escalate bool) *codeBed {
 	}
 	b := &codeBed{ws: t.TempDir()}
 	must(t, os.WriteFile(filepath.Join(b.ws, "data.csv"), []byte("a,b\n1,2\n"), 0o644))
-	project := policy.Default().Extend(policy.Policy{Read: []string{b.ws}, Dir: b.ws})
+	project := policy.Default().Extend(policy.Policy{Read: []string{b.ws}, Dir: b.ws,
+		Limits: policy.Limits{Memory: 512 << 20, Processes: 64}})
 	b.opts = tool.CodeOptions{
 		Default: project,
 		Run: func(ctx context.Context, p policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
@@ -328,5 +332,115 @@ func TestRunCodeApprovalBindsToOneCall(t *testing.T) {
 	}
 	if again := ask(base); again == id {
 		t.Errorf("approval %s was used twice", id)
+	}
+}
+
+// The isolated tier's escapes, tried through run_code in the default
+// sandbox: none gets out of it.
+func TestRunCodeEscapesFail(t *testing.T) {
+	t.Setenv("HUTCH_TEST_SECRET", "s3cr3t-in-the-parent")
+	b := newCodeBed(t, permission.Config{Mode: permission.Auto}, false)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	must(t, os.WriteFile(secret, []byte("TOPSECRET"), 0o644))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HOSTSERVICE"))
+			c.Close()
+		}
+	}()
+	sock := filepath.Join(b.ws, "s.sock")
+	ul, err := net.Listen("unix", sock)
+	must(t, err)
+	defer ul.Close()
+	go func() {
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HOSTSERVICE"))
+			c.Close()
+		}
+	}()
+	py := func(body string) map[string]any { return map[string]any{"language": "python", "code": body} }
+	sh := func(body string) map[string]any { return map[string]any{"language": "shell", "code": body} }
+	connect := func(family, addr string) string {
+		return fmt.Sprintf(`
+import socket
+try:
+    s = socket.socket(socket.%s, socket.SOCK_STREAM); s.settimeout(2); s.connect(%s); print(s.recv(20).decode())
+except OSError as e:
+    print("refused", e)`, family, addr)
+	}
+	for _, c := range []struct {
+		name string
+		args map[string]any
+		leak string // must not be in the output
+	}{
+		{"host file outside the policy", sh("cat " + secret + " 2>&1; true"), "TOPSECRET"},
+		{"host file by .. from the run dir", sh(`cat "$RUN_DIR/../../$(basename ` + outside + `)/secret" 2>&1; true`), "TOPSECRET"},
+		{"parent's environment", sh("env; cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n'; true"), "s3cr3t-in-the-parent"},
+		{"host service by IP", py(connect("AF_INET", fmt.Sprintf(`("127.0.0.1", %d)`, port))), "HOSTSERVICE"},
+		{"host service by name", py(connect("AF_INET", fmt.Sprintf(`("localhost", %d)`, port))), "HOSTSERVICE"},
+		{"host service over IPv6", py(connect("AF_INET6", fmt.Sprintf(`("::1", %d)`, port))), "HOSTSERVICE"},
+		{"host unix socket", py(connect("AF_UNIX", strconv.Quote(sock))), "HOSTSERVICE"},
+		{"write the project", sh("echo x > " + filepath.Join(b.ws, "w") + " 2>&1; echo x > /etc/hutch-w 2>&1; true"), "never"},
+		{"write the project through a link", sh(`ln -s ` + filepath.Join(b.ws, "data.csv") + ` "$RUN_DIR/l"; echo LINKED >> "$RUN_DIR/l" 2>&1; true`), "never"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, out := b.run(t, c.args)
+			if out.IsError {
+				t.Fatalf("run: %+v", out)
+			}
+			if strings.Contains(r.Stdout+r.Stderr, c.leak) {
+				t.Errorf("escaped: %q %q", r.Stdout, r.Stderr)
+			}
+			if strings.TrimSpace(r.Stdout+r.Stderr) == "" && c.leak != "never" {
+				t.Errorf("the attempt printed nothing: did it run? %+v", r)
+			}
+		})
+	}
+	for _, p := range []string{filepath.Join(b.ws, "w"), "/etc/hutch-w"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(b.ws, "data.csv")); strings.Contains(string(data), "LINKED") {
+		t.Error("the project was written through a link in the run dir")
+	}
+
+	// Bombs and floods end with the call, and nothing outlives it.
+	for _, c := range []struct {
+		name string
+		args map[string]any
+		ok   func(tool.CodeResult) bool
+	}{
+		{"fork bomb", map[string]any{"language": "shell", "code": "b() { b | b & }; b; sleep 5", "timeout": 3},
+			func(r tool.CodeResult) bool { return r.TimedOut || r.Limit == "pids" }},
+		{"memory bomb", py("x = bytearray(2 << 30); print('ALLOCATED')"),
+			func(r tool.CodeResult) bool { return r.ExitCode != 0 && !strings.Contains(r.Stdout, "ALLOCATED") }},
+		{"output flood", map[string]any{"language": "shell", "code": "yes flood", "timeout": 2},
+			func(r tool.CodeResult) bool { return r.TimedOut && len(r.Stdout) <= tool.MaxShellChars*4 }},
+		{"child outliving the timeout", map[string]any{"language": "shell", "code": "setsid sleep 987.654 & sleep 60", "timeout": 1},
+			func(r tool.CodeResult) bool { return r.TimedOut }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, out := b.run(t, c.args)
+			if out.IsError || !c.ok(r) {
+				t.Errorf("%s: %+v", c.name, out.Text[:min(len(out.Text), 400)])
+			}
+		})
+	}
+	if pid := testenv.FindProcess("987.654"); pid != 0 {
+		t.Errorf("a child outlived its run_code call: pid %d", pid)
 	}
 }
