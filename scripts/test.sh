@@ -14,12 +14,16 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # Debian packages the tests use: sh, coreutils (head, sleep, env, cat),
 # util-linux (setsid), procps; curl, wget and Debian's own python3 as the
 # clients inside network-allow-list sandboxes; node and ruby, which
-# run_code's tests run. Installed only when missing.
+# run_code's tests run (and npm, whose registry they install from).
+# Installed only when missing.
 missing=()
-for pair in sh:dash head:coreutils setsid:util-linux ps:procps curl:curl wget:wget node:nodejs ruby:ruby; do
+for pair in sh:dash head:coreutils setsid:util-linux ps:procps curl:curl wget:wget node:nodejs npm:npm ruby:ruby; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 [ -x /usr/bin/python3 ] || missing+=(python3)
+# pip, setuptools and wheel: run_code's package tests build and install a
+# wheel from a local directory.
+/usr/bin/python3 -c 'import pip, setuptools, wheel' >/dev/null 2>&1 || missing+=(python3-pip python3-setuptools python3-wheel)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   as_root apt-get update -qq

@@ -47,6 +47,9 @@ type CodeOptions struct {
 	Mounts map[string]Mount
 	// RunDirs is where run directories are made ("" is os.TempDir()).
 	RunDirs string
+	// Packages are installed package sets (InstallPackages) every run
+	// reads, found through PYTHONPATH and NODE_PATH.
+	Packages *InstalledPackages
 }
 
 // CodeRunner runs cmd once in a fresh sandbox built from pol (which it
@@ -336,6 +339,7 @@ func runCode(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, err
 		}
 	}
 	cmd := sandbox.Command{Args: []string{lang.Program, run.script}, Env: map[string]string{"RUN_DIR": run.dir}, Timeout: timeout}
+	pol = c.opts.Packages.apply(pol, cmd.Env)
 	if !dirSet {
 		cmd.Dir = run.dir
 	}
