@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -651,30 +652,122 @@ func load(path string, depth int) (Policy, error) {
 			return Policy{}, err
 		}
 	}
+	p, err := f.build(dir, path, base)
+	if err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+// build is the policy f writes, widening base; relative paths are
+// relative to dir, and errors name where (the file, or a line).
+func (f *fileForm) build(dir, where string, base Policy) (Policy, error) {
+	var err error
 	q := Policy{Read: f.Read, Write: f.Write, Deny: f.Deny, Network: f.Network.Mode, Hosts: f.Network.Allow,
 		DenyHosts: f.Network.Deny, Dir: f.Dir, Nice: int(f.Nice), Env: maps.Clone(f.Env)}
 	for _, list := range []*[]string{&q.Read, &q.Write, &q.Deny} {
 		if *list, err = cleanPaths(*list, dir); err != nil {
-			return Policy{}, fmt.Errorf("%s: %w", path, err)
+			return Policy{}, fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	if q.Dir != "" && !filepath.IsAbs(q.Dir) {
+		if dir == "" {
+			return Policy{}, configErr("%s: dir %q is relative: give an absolute path", where, q.Dir)
+		}
 		q.Dir = filepath.Join(dir, q.Dir)
 	}
 	if q.Timeout, err = parseDuration(f.Timeout); err != nil {
-		return Policy{}, configErr("%s: timeout: %v", path, err)
+		return Policy{}, configErr("%s: timeout: %v", where, err)
 	}
 	q.Limits = Limits{FileSize: f.Limits.FileSize, OpenFiles: int(f.Limits.OpenFiles)}
 	if q.Limits.CPUTime, err = parseDuration(f.Limits.CPUTime); err != nil {
-		return Policy{}, configErr("%s: cpu_time: %v", path, err)
+		return Policy{}, configErr("%s: cpu_time: %v", where, err)
 	}
 	if q.Limits.Processes, err = fileLimit(f.Limits.Processes, "processes", []string{"!!int"}, ParseProcessLimit); err != nil {
-		return Policy{}, configErr("%s: %v", path, err)
+		return Policy{}, configErr("%s: %v", where, err)
 	}
 	if q.Limits.Memory, err = fileLimit(f.Limits.Memory, "memory", []string{"!!int", "!!float", "!!str"}, ParseMemoryLimit); err != nil {
-		return Policy{}, configErr("%s: %v", path, err)
+		return Policy{}, configErr("%s: %v", where, err)
 	}
 	return base.Extend(q), nil
+}
+
+// Spec is a policy written inline in another YAML file (a settings file's
+// sandboxes), in the policy-file grammar: the keys of a policy file, read
+// as strictly (an unknown key is an error naming its line). Build makes
+// the policy; the extends key is the caller's to resolve (Extends).
+type Spec struct {
+	form fileForm
+	line int
+}
+
+// UnmarshalYAML reads a mapping in the policy-file grammar strictly.
+func (s *Spec) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a policy is a mapping of policy keys (read, write, deny, network, dir, timeout, limits, nice, env, extends)", node.Line)
+	}
+	if err := knownKeys(node, reflect.TypeFor[fileForm](), ""); err != nil {
+		return err
+	}
+	var f fileForm
+	if err := node.Decode(&f); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return errors.New(strings.Join(te.Errors, "; "))
+		}
+		return err
+	}
+	s.form, s.line = f, node.Line
+	return nil
+}
+
+// knownKeys refuses a key of the mapping node that no yaml tag of struct
+// type t names, and looks into the values of struct fields (not those
+// with an unmarshaler of their own, which check their own keys): a
+// decoder's KnownFields does not reach an UnmarshalYAML's node.Decode.
+func knownKeys(node *yaml.Node, t reflect.Type, in string) error {
+	if node.Kind != yaml.MappingNode {
+		return nil // the decoder reports the wrong kind
+	}
+	fields := map[string]reflect.Type{}
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			fields[name] = t.Field(i).Type
+			names = append(names, name)
+		}
+	}
+	unmarshaler := reflect.TypeFor[yaml.Unmarshaler]()
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k := node.Content[i]
+		ft, ok := fields[k.Value]
+		if !ok {
+			return fmt.Errorf("line %d: %sunknown key %q (keys: %s)", k.Line, in, k.Value, strings.Join(names, ", "))
+		}
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[yaml.Node]() && !reflect.PointerTo(ft).Implements(unmarshaler) {
+			if err := knownKeys(node.Content[i+1], ft, k.Value+": "); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Extends is the spec's extends key as written ("" when absent): the
+// caller resolves it to the base it passes to Build.
+func (s Spec) Extends() string { return s.form.Extends }
+
+// Line is the line the spec starts on in its file (0 when not read from
+// YAML).
+func (s Spec) Line() int { return s.line }
+
+// Build returns the policy the spec writes, widening base (policy.Default(),
+// or what its extends names). Relative paths in it are relative to dir;
+// with dir "" they are errors. Errors match ErrConfig and name the line.
+// The result is as written, not normalized.
+func (s Spec) Build(dir string, base Policy) (Policy, error) {
+	return s.form.build(dir, fmt.Sprintf("line %d", s.line), base)
 }
 
 func parseDuration(s string) (time.Duration, error) {
