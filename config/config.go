@@ -81,6 +81,16 @@ type Settings struct {
 	// its own, which asks the person through the client); it is not used
 	// in other modes. Nil in ask mode denies every privileged action.
 	Asker permission.Asker `yaml:"-"`
+	// Code, when set, turns on the run_code tool (the isolated tier when
+	// Tier is empty; the virtual and local tiers refuse it).
+	Code *CodeSettings `yaml:"code"`
+	// Sandboxes are the named sandboxes Code chooses from: a policy file's
+	// path, or an inline policy (see SandboxSpec).
+	Sandboxes map[string]SandboxSpec `yaml:"sandboxes"`
+	// Dir is where relative paths of Sandboxes and Code.Mounts are
+	// resolved: Load sets it to the settings file's directory; "" is the
+	// current directory.
+	Dir string `yaml:"-"`
 }
 
 // Load reads a YAML settings file strictly: unknown keys, values of the
@@ -91,6 +101,7 @@ func Load(path string) (Settings, error) {
 	if err := policy.DecodeYAMLFile(path, &s); err != nil {
 		return s, fmt.Errorf("%w: config %v", ErrConfig, err)
 	}
+	s.Dir = filepath.Dir(path)
 	return s, nil
 }
 
@@ -99,7 +110,8 @@ func Load(path string) (Settings, error) {
 // are).
 type Built struct {
 	// Tools is the template of every session's toolset: Sandbox and Gate
-	// always, Fetcher only with fetch_allow, Search only with search_url.
+	// always, Fetcher only with fetch_allow, Search only with search_url,
+	// Code only with code.
 	Tools tool.Options
 	// StorePath is the approval store's absolute path ("" without a
 	// store), for the approving command a front end shows the person.
@@ -119,7 +131,17 @@ type Built struct {
 // Besides OpenSandbox's checks, New refuses the local tier without a root,
 // or rooted at "/": its file tools would reach the whole filesystem, and
 // an MCP client, not the person, picks the working directory.
+//
+// With s.Code, New builds run_code's options (Built.Tools.Code): the tier
+// is isolated when s.Tier is empty (virtual and local are refused), every
+// named sandbox is checked (its name, its extends, that it normalizes),
+// the default sandbox must run on this host, an escalation that cannot is
+// left out with a note in Built.Notes, and the default sandbox's
+// languages are probed with ctx (which runs one command in it).
 func New(ctx context.Context, s Settings) (_ *Built, err error) {
+	if err := s.checkCodeTier(); err != nil {
+		return nil, err
+	}
 	if s.Tier == "" {
 		s.Tier = tier.Virtual
 	}
@@ -127,6 +149,10 @@ func New(ctx context.Context, s Settings) (_ *Built, err error) {
 		return nil, err
 	}
 	if err := s.checkLocalRoot(); err != nil {
+		return nil, err
+	}
+	plan, err := s.checkCode()
+	if err != nil {
 		return nil, err
 	}
 	b := &Built{}
@@ -147,6 +173,13 @@ func New(ctx context.Context, s Settings) (_ *Built, err error) {
 	}
 	if b.Tools.Search, err = search(s); err != nil {
 		return nil, err
+	}
+	if plan != nil {
+		var notes []string
+		if b.Tools.Code, notes, err = s.codeOptions(ctx, plan); err != nil {
+			return nil, err
+		}
+		b.Notes = append(b.Notes, notes...)
 	}
 	return b, nil
 }

@@ -43,7 +43,7 @@ func TestLoadReadsTheYAMLKeys(t *testing.T) {
 	s, err := config.Load(p)
 	want := config.Settings{Tier: "local", Root: "/tmp", Mode: "auto", Allow: []string{"write"}, FetchAllow: []string{"example.com"},
 		SearchURL: "http://s", Store: "a.db", DecisionTTL: "1h", Audit: "a.jsonl", HTTP: ":1", HTTPTokenFile: "t", HTTPNoAuth: true,
-		PolicyFile: "p.yaml", Image: "img", Runtime: "podman"}
+		PolicyFile: "p.yaml", Image: "img", Runtime: "podman", Dir: filepath.Dir(p)}
 	if err != nil || !reflect.DeepEqual(s, want) {
 		t.Errorf("Load = %+v, %v; want %+v", s, err, want)
 	}
