@@ -22,6 +22,7 @@ func newMCPCmd() *cobra.Command {
 	var configFile string
 	var pf policyFlags
 	var cf containerFlags
+	var codef codeFlags
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve hutch's tools over the Model Context Protocol (stdio, or --http ADDR)",
@@ -31,8 +32,14 @@ permission mode: a tool the agent could never use is not offered.
 
 Settings come from flags, or from a YAML file (--config) with the same keys
 (tier, root, mode, allow, fetch_allow, search_url, store, decision_ttl, audit, http,
-http_token_file, http_no_auth, policy, image, runtime); flags given on the
-command line win.
+http_token_file, http_no_auth, policy, image, runtime, code, sandboxes); flags
+given on the command line win.
+
+run_code runs code in a fresh sandbox per call, on the isolated tier unless
+--tier container: --code-sandbox FILE is the policy every call runs in
+(named "default"), each --escalate-to NAME=FILE a wider one a call may ask a
+person for. These flags replace a settings file's code and sandboxes keys
+wholly (its code mounts are kept).
 
 Over --http every request needs "Authorization: Bearer TOKEN". The token is
 read from --http-token-file (written there, mode 0600, when the file is
@@ -40,7 +47,8 @@ missing), or made fresh and printed on stderr.`,
 		Example: `  hutch mcp --tier local --root ~/project --mode ask
   hutch mcp --tier local --root . --mode approve --store approvals.db --audit audit.jsonl
   hutch mcp --http 127.0.0.1:8765 --http-token-file ~/.hutch-token --tier local --root . --mode auto
-  hutch mcp --tier container --image debian:stable-slim --root . --mode auto`,
+  hutch mcp --tier container --image debian:stable-slim --root . --mode auto
+  hutch mcp --mode ask --code-sandbox project.yaml --escalate-to online=online.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			settings := s
@@ -50,6 +58,14 @@ missing), or made fresh and printed on stderr.`,
 					return err
 				}
 				settings = overlay(file, s, c.Flags())
+			} else if !c.Flags().Changed("tier") {
+				settings.Tier = "" // virtual, or isolated for run_code
+			}
+			if err := codef.apply(&settings, c.Flags()); err != nil {
+				return err
+			}
+			if settings.Code != nil && settings.Tier == "" {
+				settings.Tier = tier.Isolated
 			}
 			if containerFlagsSet(c.Flags()) {
 				if settings.Tier != tier.Container {
@@ -93,6 +109,7 @@ missing), or made fresh and printed on stderr.`,
 	f.StringVar(&configFile, "config", "", "read settings from this YAML file")
 	pf.register(f)
 	cf.register(f)
+	codef.register(f)
 	return c
 }
 
