@@ -170,6 +170,11 @@ func (r resolver) resolve(name string, path []string) (policy.Policy, error) {
 		return policy.Policy{}, codeErr("sandboxes extend in a cycle (%s): break it", strings.Join(append(path[i:], name), " -> "))
 	}
 	spec := r.specs[name]
+	if spec.File == "" && spec.Inline.Line() == 0 {
+		// YAML hands no decoder a null ("name: ~" or "name:"): without
+		// this it would be the default policy, silently.
+		return policy.Policy{}, codeErr("sandbox %q is empty: give a policy file's path, or policy keys ({} for the default policy)", name)
+	}
 	var p policy.Policy
 	var err error
 	if spec.File != "" {

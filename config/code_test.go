@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/config"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/tool"
@@ -20,7 +21,7 @@ import (
 func needIsolated(t *testing.T) {
 	t.Helper()
 	if err := isolated.Supported(); err != nil {
-		t.Skip(err)
+		testenv.Missing(t, "the isolated tier: %v", err)
 	}
 }
 
@@ -89,6 +90,8 @@ func TestCodeSettingsErrorsNameTheProblem(t *testing.T) {
 		"code: {sandbox: Bad}\nsandboxes: {Bad: {read: [.]}}\n":                         `sandbox name "Bad"`,
 		"code: {sandbox: a}\nsandboxes: {a: {wirte: [.]}}\n":                            `line 2: unknown key "wirte"`,
 		"code: {sandbox: a, escalate_to: [b, b]}\nsandboxes: {a: {}, b: {read: [.]}}\n": `"b" twice`,
+		"code: {sandbox: a, escalate_to: [b]}\nsandboxes: {a: {}, b: ~}\n":              `sandbox "b" is empty`,
+		"code: {sandbox: a}\nsandboxes:\n  a:\n":                                        `sandbox "a" is empty`,
 	} {
 		s, err := settingsFile(t, t.TempDir(), body)
 		if err == nil {
