@@ -1,9 +1,12 @@
 package config_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -204,5 +207,46 @@ func writePolicy(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// On the container tier each run_code call runs in a fresh container
+// mapped from its sandbox's policy: the project is read-only there, the
+// run directory writable, and the files written come back.
+func TestCodeOnTheContainerTier(t *testing.T) {
+	image := os.Getenv("HUTCH_TEST_IMAGE")
+	if image == "" {
+		image = "hutch-test-busybox:latest"
+	}
+	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
+		testenv.Missing(t, "docker with the image %s (scripts/docker-up.sh): %v %s", image, err, strings.TrimSpace(string(out)))
+	}
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "data.txt"), []byte("from the project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := settingsFile(t, t.TempDir(), fmt.Sprintf("tier: container\nimage: %s\nmode: auto\ncode: {sandbox: project}\nsandboxes: {project: {read: [%q], dir: %q}}\n", image, ws, ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := config.New(bg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ts, err := tool.New(b.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ts.Call(bg, "run_code", json.RawMessage(`{"language": "shell", "code": "cat data.txt; echo made > \"$RUN_DIR/out.txt\"; touch data.txt 2>/dev/null && echo CHANGED; true"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r tool.CodeResult
+	if out.IsError || json.Unmarshal([]byte(out.Text), &r) != nil {
+		t.Fatalf("run_code on the container tier: %+v", out)
+	}
+	if r.Stdout != "from the project\n" || len(out.Files) != 1 || string(out.Files[0].Data) != "made\n" {
+		t.Errorf("stdout %q, files %+v", r.Stdout, out.Files)
 	}
 }
