@@ -32,6 +32,92 @@ type CodeSettings struct {
 	EscalateTo []string `yaml:"escalate_to"`
 	// Mounts are host folders every run sees under $RUN_DIR/<name>.
 	Mounts map[string]MountSpec `yaml:"mounts"`
+	// Packages are installed once into a cache and read by every run
+	// (isolated tier only).
+	Packages *PackageSettings `yaml:"packages"`
+}
+
+// PackageSettings are run_code's declared packages (the "code.packages:"
+// key); see tool.CodePackages for what each does.
+type PackageSettings struct {
+	Python     []string `yaml:"python"`
+	JavaScript []string `yaml:"javascript"`
+	// Cache is the package cache directory (relative: to Settings.Dir);
+	// "" is the user's cache directory's hutch/packages.
+	Cache string `yaml:"cache"`
+	// PipIndex is an index URL or a directory of wheels (relative: to
+	// Settings.Dir); "" is PyPI.
+	PipIndex string `yaml:"pip_index"`
+	// NPMRegistry is the registry URL; "" is npm's configured registry.
+	NPMRegistry string `yaml:"npm_registry"`
+	// IndexAddresses are private or reserved addresses the index's host
+	// resolves to, allowed explicitly.
+	IndexAddresses []string `yaml:"index_addresses"`
+}
+
+// codePackages is s's package settings as tool.CodePackages, with
+// absolute paths; nil without packages.
+func (s Settings) codePackages() (*tool.CodePackages, error) {
+	ps := s.Code.Packages
+	if ps == nil || len(ps.Python) == 0 && len(ps.JavaScript) == 0 {
+		return nil, nil
+	}
+	if s.Tier != tier.Isolated {
+		return nil, codeErr("packages are installed on the isolated tier only, not on the %s tier: bake them into the image instead", s.Tier)
+	}
+	dir, err := s.baseDir()
+	if err != nil {
+		return nil, codeErr("%v", err)
+	}
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) || strings.Contains(p, "://") {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	cache := abs(ps.Cache)
+	if cache == "" {
+		uc, err := os.UserCacheDir()
+		if err != nil {
+			return nil, codeErr("packages: no cache directory (%v): set code.packages.cache", err)
+		}
+		cache = filepath.Join(uc, "hutch", "packages")
+	}
+	return &tool.CodePackages{Python: ps.Python, JavaScript: ps.JavaScript, Cache: cache, PipIndex: abs(ps.PipIndex),
+		NPMRegistry: ps.NPMRegistry, IndexAddresses: ps.IndexAddresses}, nil
+}
+
+// InstallCodePackages installs the packages s declares for run_code (what
+// "hutch code install" does, and New does on first use), and returns the
+// installed sets' directories. Lists already in the cache are not
+// installed again.
+func InstallCodePackages(ctx context.Context, s Settings) ([]string, error) {
+	if err := s.checkCodeTier(); err != nil {
+		return nil, err
+	}
+	if s.Code == nil {
+		return nil, codeErr("no code: section: nothing to install")
+	}
+	plan, err := s.checkCode()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := s.installPackages(ctx, plan.pols[s.Code.Sandbox])
+	if err != nil || ip == nil {
+		return nil, err
+	}
+	return ip.Dirs(), nil
+}
+
+func (s Settings) installPackages(ctx context.Context, def policy.Policy) (*tool.InstalledPackages, error) {
+	pk, err := s.codePackages()
+	if err != nil || pk == nil {
+		return nil, err
+	}
+	if err := isolated.Supported(); err != nil {
+		return nil, err
+	}
+	return tool.InstallPackages(ctx, isolated.Run, def, *pk)
 }
 
 // MountSpec is one code mount: in YAML a path (read-only), or a mapping
@@ -301,6 +387,9 @@ func (s Settings) codeOptions(ctx context.Context, plan *codePlan) (*tool.CodeOp
 	}
 	if o.Languages, err = tool.ProbeLanguages(ctx, *o); err != nil {
 		return nil, nil, fmt.Errorf("run_code's default sandbox %q: %w", c.Sandbox, err)
+	}
+	if o.Packages, err = s.installPackages(ctx, o.Default); err != nil {
+		return nil, nil, fmt.Errorf("run_code's packages: %w", err)
 	}
 	return o, notes, nil
 }

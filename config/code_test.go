@@ -250,3 +250,45 @@ func TestCodeOnTheContainerTier(t *testing.T) {
 		t.Errorf("stdout %q, files %+v", r.Stdout, out.Files)
 	}
 }
+
+// Declared packages are installed when the settings are built (and by
+// InstallCodePackages, which finds them in the cache then), and every run
+// imports them; relative paths are the settings file's. On the container
+// tier they are a configuration error.
+func TestCodePackagesInstalledAtStartUp(t *testing.T) {
+	needIsolated(t)
+	dir := t.TempDir()
+	wheels := testenv.Wheel(t, "hutchcfgdemo", "WORD = 'installed'\n")
+	if err := os.Rename(wheels, filepath.Join(dir, "wheels")); err != nil {
+		t.Fatal(err)
+	}
+	body := "mode: auto\ncode: {sandbox: a, packages: {python: [hutchcfgdemo], pip_index: wheels, cache: cache}}\nsandboxes: {a: {}}\n"
+	s, err := settingsFile(t, dir, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := config.New(bg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dirs, err := config.InstallCodePackages(bg, s)
+	if err != nil || len(dirs) != 1 || !strings.HasPrefix(dirs[0], filepath.Join(dir, "cache")) {
+		t.Fatalf("InstallCodePackages: %v %v", dirs, err)
+	}
+	ts, err := tool.New(b.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ts.Call(bg, "run_code", json.RawMessage(`{"language": "python", "code": "import hutchcfgdemo; print(hutchcfgdemo.WORD)"}`))
+	if err != nil || out.IsError || !strings.Contains(out.Text, `"stdout":"installed\n"`) {
+		t.Errorf("importing a declared package: %+v %v", out, err)
+	}
+	s, err = settingsFile(t, t.TempDir(), "tier: container\nimage: x\ncode: {sandbox: a, packages: {python: [x]}}\nsandboxes: {a: {}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.InstallCodePackages(bg, s); !errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), "isolated tier only") {
+		t.Errorf("packages on the container tier: %v", err)
+	}
+}

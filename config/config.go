@@ -136,8 +136,9 @@ type Built struct {
 // is isolated when s.Tier is empty (virtual and local are refused), every
 // named sandbox is checked (its name, its extends, that it normalizes),
 // the default sandbox must run on this host, an escalation that cannot is
-// left out with a note in Built.Notes, and the default sandbox's
-// languages are probed with ctx (which runs one command in it).
+// left out with a note in Built.Notes, the default sandbox's languages
+// are probed with ctx (which runs one command in it), and declared
+// packages are installed unless the cache has them (InstallCodePackages).
 func New(ctx context.Context, s Settings) (_ *Built, err error) {
 	if err := s.checkCodeTier(); err != nil {
 		return nil, err

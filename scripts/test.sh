@@ -23,7 +23,8 @@ done
 [ -x /usr/bin/python3 ] || missing+=(python3)
 # pip, setuptools and wheel: run_code's package tests build and install a
 # wheel from a local directory.
-/usr/bin/python3 -c 'import pip, setuptools, wheel' >/dev/null 2>&1 || missing+=(python3-pip python3-setuptools python3-wheel)
+{ /usr/bin/python3 -c 'import setuptools, wheel' && /usr/bin/python3 -m pip --version; } >/dev/null 2>&1 ||
+  missing+=(python3-pip python3-setuptools python3-wheel)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   as_root apt-get update -qq

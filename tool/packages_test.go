@@ -20,25 +20,6 @@ import (
 	"github.com/hutchsandbox/hutch/tool"
 )
 
-// buildWheel builds a one-module wheel, hutchdemo 1.0, into a directory of
-// its own: a package index on disk, with no network.
-func buildWheel(t *testing.T) string {
-	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run(); err != nil {
-		testenv.Missing(t, "pip for /usr/bin/python3 (python3-pip; scripts/test.sh installs it)")
-	}
-	src, wheels := t.TempDir(), t.TempDir()
-	must(t, os.WriteFile(filepath.Join(src, "setup.py"), []byte(`from setuptools import setup
-setup(name="hutchdemo", version="1.0", py_modules=["hutchdemo"])
-`), 0o644))
-	must(t, os.WriteFile(filepath.Join(src, "hutchdemo.py"), []byte("ANSWER = 42\n"), 0o644))
-	out, err := exec.Command("/usr/bin/python3", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", wheels, src).CombinedOutput()
-	if err != nil {
-		t.Fatalf("building the wheel: %v\n%s", err, out)
-	}
-	return wheels
-}
-
 func countingRun(n *atomic.Int32) tool.CodeRunner {
 	return func(ctx context.Context, p policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
 		n.Add(1)
@@ -52,7 +33,7 @@ func TestPackagesInstalledOnceAndImported(t *testing.T) {
 	if err := isolated.Supported(); err != nil {
 		testenv.Missing(t, "the isolated tier: %v", err)
 	}
-	wheels := buildWheel(t)
+	wheels := testenv.Wheel(t, "hutchdemo", "ANSWER = 42\n")
 	cache := t.TempDir()
 	var installs atomic.Int32
 	pk := tool.CodePackages{Python: []string{"hutchdemo"}, Cache: cache, PipIndex: wheels}
@@ -84,7 +65,7 @@ func TestPackagesFailedInstallLeavesNothing(t *testing.T) {
 	if err := isolated.Supported(); err != nil {
 		testenv.Missing(t, "the isolated tier: %v", err)
 	}
-	wheels := buildWheel(t)
+	wheels := testenv.Wheel(t, "hutchdemo", "ANSWER = 42\n")
 	cache := t.TempDir()
 	var n atomic.Int32
 	_, err := tool.InstallPackages(bg, countingRun(&n), policy.Default(), tool.CodePackages{Python: []string{"no-such-package-xyz"}, Cache: cache, PipIndex: wheels})

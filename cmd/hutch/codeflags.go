@@ -48,7 +48,7 @@ func (cf *codeFlags) apply(s *config.Settings, set *pflag.FlagSet) error {
 	}
 	code := &config.CodeSettings{Sandbox: defaultSandbox}
 	if s.Code != nil {
-		code.Mounts = s.Code.Mounts // mounts have no flag: a settings file's hold
+		code.Mounts, code.Packages = s.Code.Mounts, s.Code.Packages // no flags: a settings file's hold
 	}
 	boxes := map[string]config.SandboxSpec{defaultSandbox: {File: def}}
 	for _, e := range cf.escalate {
