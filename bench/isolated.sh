@@ -41,20 +41,9 @@ printf 'package main\n\nfunc main() {}\n' >"$tmp/empty/main.go"
 printf 'module empty\n\ngo 1.21\n' >"$tmp/empty/go.mod"
 (cd "$tmp/empty" && CGO_ENABLED=0 go build -o "$tmp/emptygo" .)
 
-# bubblewrap, mxc-like: everything unshared, /usr and /etc read-only, fresh
-# /proc, /dev and /tmp. The top-level /bin, /lib* and /sbin follow this host:
-# a symlink (merged /usr, as on Debian 12) is recreated, a directory is bound
-# read-only.
-bwrap_cmd=(bwrap --unshare-all --die-with-parent --new-session
-  --ro-bind /usr /usr --ro-bind /etc /etc)
-for d in /bin /sbin /lib /lib32 /lib64 /libx32; do
-  if [ -L "$d" ]; then
-    bwrap_cmd+=(--symlink "$(readlink "$d")" "$d")
-  elif [ -d "$d" ]; then
-    bwrap_cmd+=(--ro-bind "$d" "$d")
-  fi
-done
-bwrap_cmd+=(--proc /proc --dev /dev --tmpfs /tmp /bin/true)
+# bubblewrap, mxc-like (bench/bwrap-mxc.sh), running /bin/true.
+. bench/bwrap-mxc.sh
+bwrap_cmd+=(/bin/true)
 
 # srt, pinned in bench/.srt (npm ci when node_modules is missing or older than
 # the lock file). Settings: no network, no writes beyond srt's defaults.

@@ -27,18 +27,8 @@ mkdir "$tmp/cwd"
 CGO_ENABLED=0 go build -o "$tmp/hutch" ./cmd/hutch
 go build -o "$tmp/timecmd" ./bench/timecmd
 
-# bubblewrap, mxc-like (as in bench/isolated.sh): everything unshared, /usr
-# and /etc read-only, fresh /proc, /dev and /tmp.
-bwrap_cmd=(bwrap --unshare-all --die-with-parent --new-session
-  --ro-bind /usr /usr --ro-bind /etc /etc)
-for d in /bin /sbin /lib /lib32 /lib64 /libx32; do
-  if [ -L "$d" ]; then
-    bwrap_cmd+=(--symlink "$(readlink "$d")" "$d")
-  elif [ -d "$d" ]; then
-    bwrap_cmd+=(--ro-bind "$d" "$d")
-  fi
-done
-bwrap_cmd+=(--proc /proc --dev /dev --tmpfs /tmp)
+# bubblewrap, mxc-like (bench/bwrap-mxc.sh), as in bench/isolated.sh.
+. bench/bwrap-mxc.sh
 
 med() { (cd "$tmp/cwd" && "$tmp/timecmd" -n "$n" -warmup 3 -- "$@") | awk '{ print $2 }'; }
 echo "== timing ($n runs each)" >&2

@@ -24,6 +24,15 @@ import (
 	"github.com/hutchsandbox/hutch/tool"
 )
 
+// needIsolated skips outside CI (and fails under CI) on a host without
+// the isolated tier.
+func needIsolated(t *testing.T) {
+	t.Helper()
+	if err := isolated.Supported(); err != nil {
+		testenv.Missing(t, "the isolated tier: %v", err)
+	}
+}
+
 // codeBed is a workspace, a toolset with run_code whose sandboxes are
 // real isolated ones, and a count of the runs that started.
 type codeBed struct {
@@ -37,9 +46,7 @@ type codeBed struct {
 // it; online may change it too and reach one host.
 func newCodeBed(t *testing.T, cfg permission.Config, escalate bool) *codeBed {
 	t.Helper()
-	if err := isolated.Supported(); err != nil {
-		testenv.Missing(t, "the isolated tier: %v", err)
-	}
+	needIsolated(t)
 	b := &codeBed{ws: t.TempDir()}
 	must(t, os.WriteFile(filepath.Join(b.ws, "data.csv"), []byte("a,b\n1,2\n"), 0o644))
 	project := policy.Default().Extend(policy.Policy{Read: []string{b.ws}, Dir: b.ws,

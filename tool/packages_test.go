@@ -30,9 +30,7 @@ func countingRun(n *atomic.Int32) tool.CodeRunner {
 // Declared python packages are installed once, in a sandbox, into the
 // cache, and every run imports them; the same list again installs nothing.
 func TestPackagesInstalledOnceAndImported(t *testing.T) {
-	if err := isolated.Supported(); err != nil {
-		testenv.Missing(t, "the isolated tier: %v", err)
-	}
+	needIsolated(t)
 	wheels := testenv.Wheel(t, "hutchdemo", "ANSWER = 42\n")
 	cache := t.TempDir()
 	var installs atomic.Int32
@@ -62,9 +60,7 @@ func TestPackagesInstalledOnceAndImported(t *testing.T) {
 // A failed install is an error naming the packages, and leaves nothing in
 // the cache; a bad index is a configuration error.
 func TestPackagesFailedInstallLeavesNothing(t *testing.T) {
-	if err := isolated.Supported(); err != nil {
-		testenv.Missing(t, "the isolated tier: %v", err)
-	}
+	needIsolated(t)
 	wheels := testenv.Wheel(t, "hutchdemo", "ANSWER = 42\n")
 	cache := t.TempDir()
 	var n atomic.Int32
@@ -89,9 +85,7 @@ func TestPackagesFailedInstallLeavesNothing(t *testing.T) {
 // npm packages come from the registry npm is configured with here, through
 // the sandbox's allow-list proxy, and a javascript run requires them.
 func TestPackagesFromTheNPMRegistry(t *testing.T) {
-	if err := isolated.Supported(); err != nil {
-		testenv.Missing(t, "the isolated tier: %v", err)
-	}
+	needIsolated(t)
 	if _, err := exec.LookPath("npm"); err != nil {
 		testenv.Missing(t, "npm (scripts/test.sh installs it)")
 	}
