@@ -225,7 +225,11 @@ func TestCodeOnTheContainerTier(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "data.txt"), []byte("from the project\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := settingsFile(t, t.TempDir(), fmt.Sprintf("tier: container\nimage: %s\nmode: auto\ncode: {sandbox: project}\nsandboxes: {project: {read: [%q], dir: %q}}\n", image, ws, ws))
+	// online has a host allow-list, which a container cannot enforce: it
+	// is left out, with a note, never run with a wider or narrower network.
+	body := fmt.Sprintf("tier: container\nimage: %s\nmode: ask\ncode: {sandbox: project, escalate_to: [online]}\n"+
+		"sandboxes: {project: {read: [%q], dir: %q}, online: {extends: project, network: {allow: [example.com]}}}\n", image, ws, ws)
+	s, err := settingsFile(t, t.TempDir(), body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +238,20 @@ func TestCodeOnTheContainerTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	if len(b.Tools.Code.Escalations) != 0 || !slices.ContainsFunc(b.Notes, func(n string) bool { return strings.Contains(n, `"online" is left out`) }) {
+		t.Errorf("an escalation the container cannot run: %d escalations, notes %q", len(b.Tools.Code.Escalations), b.Notes)
+	}
+	// The same sandbox as the default is an error.
+	s, err = settingsFile(t, t.TempDir(), strings.Replace(body, "code: {sandbox: project, escalate_to: [online]}", "code: {sandbox: online}", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2, err := config.New(bg, s); err == nil || !strings.Contains(err.Error(), "allow-lists are enforced by the isolated tier only") {
+		if b2 != nil {
+			b2.Close()
+		}
+		t.Errorf("a default sandbox the container cannot run: %v", err)
+	}
 	ts, err := tool.New(b.Tools)
 	if err != nil {
 		t.Fatal(err)
