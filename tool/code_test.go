@@ -313,6 +313,14 @@ func TestRunCodeApprovalBindsToOneCall(t *testing.T) {
 	}
 	base := map[string]any{"language": "shell", "code": `echo ok > "$PWD/landed"`, "files": []string{"data.csv"}, "timeout": 30, "sandbox": "workspace", "reason": "r"}
 	id := ask(base)
+	// What the person deciding sees (hutch approvals list): the sandbox
+	// with its summary, the reason, the code.
+	pending, err := store.List(bg, permission.StatusPending)
+	must(t, err)
+	if len(pending) != 1 || !strings.Contains(pending[0].Detail, `sandbox "workspace" (`) || !strings.Contains(pending[0].Detail, "Can change "+b.ws) ||
+		!strings.Contains(pending[0].Detail, `because "r"`) || !strings.Contains(pending[0].Detail, "landed") {
+		t.Errorf("the pending request does not show what it asks: %+v", pending)
+	}
 	_, err = store.Decide(bg, id, true)
 	must(t, err)
 	for k, v := range map[string]any{"language": "python", "code": `echo other > "$PWD/landed"`, "files": []string{}, "timeout": 31, "sandbox": "online"} {
