@@ -35,7 +35,9 @@ func newRunDir(parent string) (*runDir, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(parent, "hutch-run-")
+	// Not "hutch-...": a command listing its processes must not see
+	// hutch's name in its own command line.
+	dir, err := os.MkdirTemp(parent, "run_code-")
 	if err != nil {
 		return nil, fmt.Errorf("making the run directory: %w", err)
 	}

@@ -3,6 +3,7 @@ package isolated_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,10 +28,13 @@ import (
 	"github.com/hutchsandbox/hutch/internal/nofile/nofiletest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/wire"
+	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
+	"github.com/hutchsandbox/hutch/sandbox/virtual"
+	"github.com/hutchsandbox/hutch/tool"
 )
 
 var bg = context.Background()
@@ -44,8 +48,10 @@ type env struct {
 }
 
 // A mode is how the escape suite's commands run: one-shot (isolated.Run,
-// the forked PID 1) or through a session (New, Exec, Close), which
-// attacks the session's init and runner instead.
+// the forked PID 1), through a session (New, Exec, Close), which attacks
+// the session's init and runner instead, or as the code of a run_code call
+// whose default sandbox is the policy (the tool's run directory, its
+// argument checks and its result in the way).
 type mode struct {
 	name string
 	run  func(context.Context, policy.Policy, sandbox.Command) (sandbox.Result, error)
@@ -54,6 +60,7 @@ type mode struct {
 var (
 	oneShot = mode{"one-shot", isolated.Run}
 	session = mode{"session", viaSession}
+	runCode = mode{"run_code", viaRunCode}
 )
 
 // inEveryMode runs body once in each mode, as subtests named after it
@@ -61,7 +68,12 @@ var (
 // goes through e.run, e.runWith or e.attack runs this way unless it holds
 // of one mode only (and says so).
 func inEveryMode(t *testing.T, body func(t *testing.T, e *env)) {
-	for _, m := range []mode{oneShot, session} {
+	inModes(t, []mode{oneShot, session, runCode}, body)
+}
+
+// inModes is inEveryMode over the given modes only.
+func inModes(t *testing.T, modes []mode, body func(t *testing.T, e *env)) {
+	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.mode = m
@@ -116,6 +128,66 @@ func viaSession(ctx context.Context, pol policy.Policy, c sandbox.Command) (sand
 	defer sb.Close()
 	return sb.Exec(ctx, c)
 }
+
+// viaRunCode runs c as the shell code of a run_code call in a toolset
+// whose default sandbox is pol (started where pol starts), and reads the
+// tool's result back: its output is as the tool cuts it (last 200 lines,
+// 16000 characters, no terminal escapes).
+func viaRunCode(ctx context.Context, pol policy.Policy, c sandbox.Command) (sandbox.Result, error) {
+	if c.Dir != "" {
+		pol.Dir = c.Dir
+	}
+	norm, err := pol.Normalize("")
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	pol.Dir, pol.Timeout = norm.Dir, max(norm.Timeout, c.Timeout)
+	var code strings.Builder
+	for k, v := range c.Env {
+		fmt.Fprintf(&code, "export %s=%s\n", k, shQuote(v))
+	}
+	if c.Stdin != nil {
+		in, err := io.ReadAll(c.Stdin)
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		fmt.Fprintf(&code, "printf %%s %s > \"$RUN_DIR/.stdin\"\nexec < \"$RUN_DIR/.stdin\"\n", shQuote(string(in)))
+	}
+	if c.Shell != "" {
+		code.WriteString(c.Shell)
+	} else {
+		code.WriteString("exec")
+		for _, a := range c.Args {
+			code.WriteString(" " + shQuote(a))
+		}
+	}
+	gate, err := permission.New(permission.Config{Mode: permission.Auto})
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	ts, err := tool.New(tool.Options{Sandbox: virtual.New(virtual.Options{}), Gate: gate, Code: &tool.CodeOptions{
+		Default: pol, Run: isolated.Run, Languages: []tool.Language{{Name: "shell", Program: "sh", Version: "sh"}}}})
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	args := map[string]any{"language": "shell", "code": code.String()}
+	if c.Timeout > 0 {
+		args["timeout"] = c.Timeout.Seconds()
+	}
+	raw, _ := json.Marshal(args)
+	out, err := ts.Call(ctx, "run_code", raw)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	var r tool.CodeResult
+	if out.IsError || json.Unmarshal([]byte(out.Text), &r) != nil {
+		return sandbox.Result{}, fmt.Errorf("run_code: %s", out.Text)
+	}
+	return sandbox.Result{ExitCode: r.ExitCode, Stdout: []byte(r.Stdout), Stderr: []byte(r.Stderr), TimedOut: r.TimedOut,
+		Limit: r.Limit, Blocked: r.Blocked}, nil
+}
+
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func sh(script string) sandbox.Command { return sandbox.Command{Shell: script} }
 
@@ -472,6 +544,12 @@ func TestLimits(t *testing.T) {
 		// nothing. Commands start with oom_score_adj 1000; PID 1 keeps the
 		// caller's.
 		t.Run("memory bomb of small processes", func(t *testing.T) {
+			if e.mode.name == runCode.name {
+				// It finds the command's shell by its command line, which
+				// run_code's script file hides; run_code's runner is the
+				// one-shot, which the one-shot mode holds this of.
+				return
+			}
 			pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20}})
 			var pid1 string
 			r := withStarterAfter(t, e.work, func(script string) sandbox.Result {
@@ -592,7 +670,8 @@ func TestSecretsInParentEnvironment(t *testing.T) {
 		r = e.runWith(t, e.pol, sandbox.Command{Args: []string{"env"}, Env: map[string]string{"ADDED": "1"}})
 		for _, line := range strings.Split(strings.TrimSpace(string(r.Stdout)), "\n") {
 			k, _, _ := strings.Cut(line, "=")
-			if k != "PATH" && k != "HOME" && k != "LANG" && k != "ADDED" {
+			// run_code adds RUN_DIR, and its script's shell exports PWD.
+			if k != "PATH" && k != "HOME" && k != "LANG" && k != "ADDED" && (e.mode.name != runCode.name || k != "RUN_DIR" && k != "PWD") {
 				t.Errorf("unexpected variable %s", line)
 			}
 		}
