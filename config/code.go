@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,13 +217,7 @@ func (s Settings) resolveSandboxes() (map[string]policy.Policy, error) {
 	if err != nil {
 		return nil, codeErr("%v", err)
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range s.Sandboxes {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(s.Sandboxes))
 	for _, n := range names {
 		if err := tool.ValidSandboxName(n); err != nil {
 			return nil, cfgerr.Under(ErrConfig, fmt.Errorf("sandboxes: %w", err))
@@ -421,12 +416,7 @@ func sandboxNames(pols map[string]policy.Policy) string {
 	if len(pols) == 0 {
 		return "none (sandboxes is empty)"
 	}
-	names := make([]string, 0, len(pols))
-	for n := range pols {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(pols)), ", ")
 }
 
 // containerRunner runs each command in a fresh container mapped from the

@@ -43,22 +43,7 @@ func connectCode(t *testing.T, copts *mcp.ClientOptions) (*mcp.ClientSession, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Config{Tools: tool.Options{Sandbox: sb, Gate: gate, Code: &code}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(bg, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts).Connect(bg, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs, ws
+	return connectConfig(t, mcpserver.Config{Tools: tool.Options{Sandbox: sb, Gate: gate, Code: &code}}, copts), ws
 }
 
 func runCode(t *testing.T, cs *mcp.ClientSession, args map[string]any) *mcp.CallToolResult {

@@ -38,7 +38,13 @@ var bg = context.Background()
 // connected client session.
 func connect(t *testing.T, s config.Settings, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	cfg := mcpserver.OpenForTest(t, s)
+	return connectConfig(t, mcpserver.OpenForTest(t, s), copts)
+}
+
+// connectConfig serves cfg over the in-memory transport and returns a
+// connected client session.
+func connectConfig(t *testing.T, cfg mcpserver.Config, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	srv, err := mcpserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)

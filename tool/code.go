@@ -97,6 +97,17 @@ const (
 	MaxCodeInputBytes = 32 << 20
 )
 
+// extension is the file extension of a language run_code knows; "" for
+// one it does not.
+func extension(name string) string {
+	for _, l := range languages {
+		if l.name == name {
+			return l.ext
+		}
+	}
+	return ""
+}
+
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 
 // ValidSandboxName reports whether name can name a sandbox: a lower-case
@@ -162,7 +173,7 @@ func newCode(o *CodeOptions) (*code, error) {
 		return nil, fmt.Errorf("%w: run_code has no languages: probe them with ProbeLanguages", ErrConfig)
 	}
 	for _, l := range o.Languages {
-		if !slices.ContainsFunc(languages, func(k struct{ name, program, ext string }) bool { return k.name == l.Name }) {
+		if extension(l.Name) == "" {
 			return nil, fmt.Errorf("%w: run_code cannot run %q: it runs shell, python, javascript and ruby", ErrConfig, l.Name)
 		}
 	}
@@ -422,12 +433,7 @@ var errTooBig = errors.New("the files are too big")
 // (read-only), the mounts' links; and remembers what is there, so the
 // files the code writes can be told apart.
 func (c *code) prepare(ctx context.Context, ts *Toolset, a codeArgs, lang Language) (*runDir, error) {
-	ext := ""
-	for _, l := range languages {
-		if l.name == lang.Name {
-			ext = l.ext
-		}
-	}
+	ext := extension(lang.Name)
 	r, err := newRunDir(c.opts.RunDirs)
 	if err != nil {
 		return nil, err

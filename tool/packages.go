@@ -224,8 +224,11 @@ func install(ctx context.Context, run CodeRunner, base, widen policy.Policy, cac
 		return set, fmt.Errorf("installing %s packages: %w", lang, err)
 	}
 	if res.ExitCode != 0 || res.TimedOut {
-		return set, fmt.Errorf("installing %s packages %s failed (exit %d%s): %s", lang, strings.Join(pkgs, " "), res.ExitCode,
-			map[bool]string{true: ", timed out"}[res.TimedOut], lastLine(string(res.Stderr)+string(res.Stdout)))
+		how := fmt.Sprintf("exit %d", res.ExitCode)
+		if res.TimedOut {
+			how = fmt.Sprintf("timed out after %v", InstallTimeout)
+		}
+		return set, fmt.Errorf("installing %s packages %s failed (%s): %s", lang, strings.Join(pkgs, " "), how, lastLine(string(res.Stderr)+string(res.Stdout)))
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		if fi, serr := os.Lstat(final); serr == nil && fi.IsDir() {
