@@ -459,3 +459,36 @@ except OSError as e:
 		t.Errorf("a child outlived its run_code call: pid %d", pid)
 	}
 }
+
+// Mounts appear under $RUN_DIR: a read-only one can be read and not
+// changed, a writable one changed; what is in them is never returned as
+// written (the walk does not follow their links); a name that is not one
+// plain path component is refused.
+func TestRunCodeMounts(t *testing.T) {
+	b := newCodeBed(t, permission.Config{Mode: permission.Auto}, false)
+	ro, rw := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(ro, "t.txt"), []byte("template"), 0o644))
+	b.opts.Mounts = map[string]tool.Mount{"templates": {Path: ro}, "out": {Path: rw, Writable: true}}
+	b.ts = toolsetWith(t, tool.Options{Sandbox: b.ts.Sandbox(), Code: &b.opts}, permission.Config{Mode: permission.Auto})
+	r, out := b.run(t, map[string]any{"language": "shell", "code": `cd "$RUN_DIR"; cat templates/t.txt; echo
+echo x > templates/new 2>/dev/null && echo RO-WRITTEN; echo made > out/made.txt; true`})
+	if out.IsError || r.Stdout != "template\n" {
+		t.Fatalf("mounts: %+v", out)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+		t.Error("a read-only mount was written")
+	}
+	if data, _ := os.ReadFile(filepath.Join(rw, "made.txt")); string(data) != "made\n" {
+		t.Errorf("the writable mount: %q", data)
+	}
+	if len(out.Files) != 0 {
+		t.Errorf("files in mounts came back as written: %+v", out.Files)
+	}
+	for _, name := range []string{".hidden", "a/b", "..", ""} {
+		o := b.opts
+		o.Mounts = map[string]tool.Mount{name: {Path: ro}}
+		if _, err := tool.New(tool.Options{Sandbox: b.ts.Sandbox(), Gate: newGate(t, permission.Config{Mode: permission.Auto}), Code: &o}); !errors.Is(err, tool.ErrConfig) {
+			t.Errorf("mount name %q: %v, want ErrConfig", name, err)
+		}
+	}
+}
