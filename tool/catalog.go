@@ -23,6 +23,8 @@ var catalog = sync.OnceValue(func() []Tool {
 				"limit":  integer("how many lines to return", 1),
 			}),
 			Capability: permission.Read,
+			Title:      "Read file",
+			Hints:      Hints{ReadOnly: true, Idempotent: true},
 			call:       readFile,
 		},
 		{
@@ -31,8 +33,11 @@ var catalog = sync.OnceValue(func() []Tool {
 			InputSchema: schema([]string{"pattern"}, map[string]map[string]any{
 				"pattern": str("glob pattern, relative to the sandbox root"),
 			}),
-			Capability: permission.Glob,
-			call:       globFiles,
+			Capability:   permission.Glob,
+			Title:        "Find files",
+			Hints:        Hints{ReadOnly: true, Idempotent: true},
+			OutputSchema: outputSchema[GlobResult](),
+			call:         globFiles,
 		},
 		{
 			Name: "write_file",
@@ -42,8 +47,11 @@ var catalog = sync.OnceValue(func() []Tool {
 				"path":    str("file path, relative to the sandbox root"),
 				"content": str("the complete new content of the file"),
 			}),
-			Capability: permission.Write,
-			call:       writeFile,
+			Capability:   permission.Write,
+			Title:        "Write file",
+			Hints:        Hints{Destructive: true, Idempotent: true},
+			OutputSchema: outputSchema[WriteResult](),
+			call:         writeFile,
 		},
 		{
 			Name: "edit_file",
@@ -55,8 +63,11 @@ var catalog = sync.OnceValue(func() []Tool {
 				"new_string":  str("the replacement text"),
 				"replace_all": {"type": "boolean", "description": "replace every occurrence instead of exactly one"},
 			}),
-			Capability: permission.Write,
-			call:       editFile,
+			Capability:   permission.Write,
+			Title:        "Edit file",
+			Hints:        Hints{Destructive: true},
+			OutputSchema: outputSchema[EditResult](),
+			call:         editFile,
 		},
 		{
 			Name: "shell",
@@ -66,8 +77,11 @@ var catalog = sync.OnceValue(func() []Tool {
 				"command": str("the command line"),
 				"timeout": {"type": "number", "description": "seconds before the command and everything it started are stopped", "exclusiveMinimum": 0, "maximum": MaxShellTimeout.Seconds()},
 			}),
-			Capability: permission.Shell,
-			call:       runShell,
+			Capability:   permission.Shell,
+			Title:        "Run shell command",
+			Hints:        Hints{Destructive: true, OpenWorld: true},
+			OutputSchema: outputSchema[ShellResult](),
+			call:         runShell,
 		},
 		{
 			Name:        "fetch",
@@ -75,8 +89,11 @@ var catalog = sync.OnceValue(func() []Tool {
 			InputSchema: schema([]string{"url"}, map[string]map[string]any{
 				"url": str("the URL to fetch"),
 			}),
-			Capability: permission.Fetch,
-			call:       fetchURL,
+			Capability:   permission.Fetch,
+			Title:        "Fetch URL",
+			Hints:        Hints{ReadOnly: true, OpenWorld: true},
+			OutputSchema: outputSchema[FetchOutput](),
+			call:         fetchURL,
 		},
 		{
 			Name:        "web_search",
@@ -84,8 +101,11 @@ var catalog = sync.OnceValue(func() []Tool {
 			InputSchema: schema([]string{"query"}, map[string]map[string]any{
 				"query": str("what to search for"),
 			}),
-			Capability: permission.Search,
-			call:       webSearch,
+			Capability:   permission.Search,
+			Title:        "Search the web",
+			Hints:        Hints{ReadOnly: true, OpenWorld: true},
+			OutputSchema: outputSchema[WebSearchResult](),
+			call:         webSearch,
 		},
 	}
 })

@@ -235,11 +235,14 @@ func (c *code) tool() Tool {
 		props["reason"] = str("why this call needs the wider sandbox, shown to the person deciding")
 	}
 	return Tool{
-		Name:        "run_code",
-		Description: d.String(),
-		InputSchema: schema([]string{"code", "language"}, props),
-		Capability:  permission.Code,
-		call:        runCode,
+		Name:         "run_code",
+		Title:        "Run code",
+		Description:  d.String(),
+		OutputSchema: outputSchema[CodeResult](),
+		Hints:        Hints{Destructive: true, OpenWorld: true},
+		InputSchema:  schema([]string{"code", "language"}, props),
+		Capability:   permission.Code,
+		call:         runCode,
 	}
 }
 

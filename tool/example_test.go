@@ -26,6 +26,6 @@ func Example() {
 	fmt.Println(out.IsError, out.Text)
 	// Output:
 	// read_file glob write_file edit_file
-	// {"bytes":3,"ok":true,"path":"hello.txt"}
+	// {"ok":true,"path":"hello.txt","bytes":3}
 	// true read ../etc/passwd: path escapes the sandbox root (paths must stay inside the sandbox root)
 }

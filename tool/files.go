@@ -302,7 +302,7 @@ func writeFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 		return failf("%s", describeErr(err)), nil
 	}
 	ts.afterWrite(ctx, a.Path)
-	return structured(map[string]any{"ok": true, "path": a.Path, "bytes": len(*a.Content)}), nil
+	return structured(WriteResult{OK: true, Path: a.Path, Bytes: len(*a.Content)}), nil
 }
 
 type editArgs struct {
@@ -355,7 +355,7 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		return failf("%s", describeErr(err)), nil
 	}
 	ts.afterWrite(ctx, a.Path)
-	return structured(map[string]any{"ok": true, "path": a.Path, "replacements": n}), nil
+	return structured(EditResult{OK: true, Path: a.Path, Replacements: n}), nil
 }
 
 // planEdit reads the file an edit applies to and checks the edit: the
@@ -417,11 +417,35 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	size := 0
 	for i, f := range files {
 		if size += len(f) + 4; size > MaxGlobBytes { // the quotes and comma around it, roughly
-			return structured(map[string]any{"files": files[:i], "more": len(files) - i,
-				"note": fmt.Sprintf("%d more matches not shown: narrow the pattern", len(files)-i)}), nil
+			return structured(GlobResult{Files: files[:i], More: len(files) - i,
+				Note: fmt.Sprintf("%d more matches not shown: narrow the pattern", len(files)-i)}), nil
 		}
 	}
-	return structured(map[string]any{"files": files}), nil
+	return structured(GlobResult{Files: files}), nil
+}
+
+// GlobResult is the glob tool's structured result.
+type GlobResult struct {
+	// Files are the matches shown, sorted.
+	Files []string `json:"files"`
+	// More counts the matches left out to bound the answer.
+	More int    `json:"more,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// WriteResult is write_file's structured result.
+type WriteResult struct {
+	OK    bool   `json:"ok"`
+	Path  string `json:"path"`
+	Bytes int    `json:"bytes"`
+}
+
+// EditResult is edit_file's structured result.
+type EditResult struct {
+	OK   bool   `json:"ok"`
+	Path string `json:"path"`
+	// Replacements counts the places changed.
+	Replacements int `json:"replacements"`
 }
 
 // MaxGlobBytes bounds the names one glob answer lists (see globFiles).

@@ -277,7 +277,7 @@ func TestEditFile(t *testing.T) {
 
 	out := call(t, ts, "edit_file", map[string]any{"path": "e.go", "old_string": "c := 2", "new_string": "c := 3"})
 	wantOK(t, out)
-	if d, _ := out.Data.(map[string]any); d["replacements"] != 1 {
+	if d, _ := out.Data.(tool.EditResult); d.Replacements != 1 {
 		t.Errorf("data %+v", out.Data)
 	}
 	// Its own edit does not make the file stale for the next edit.

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -44,14 +46,40 @@ func structured(data any) Output {
 
 // Tool describes one tool for a front end (an MCP server, an agent loop).
 type Tool struct {
-	Name        string
+	Name string
+	// Title is a short human-readable name ("Read file").
+	Title       string
 	Description string
 	// InputSchema is the JSON Schema of the arguments object.
 	InputSchema json.RawMessage
+	// OutputSchema is the JSON Schema of Output.Data when the tool
+	// returns structured results (every successful call then has Data
+	// matching it); nil for tools that answer in text.
+	OutputSchema json.RawMessage
+	// Hints describe how the tool acts on its world, for a client
+	// deciding how to present or confirm a call. They are hints: hutch's
+	// own gate decides what a call may do.
+	Hints Hints
 	// Capability is what the gate checks before the tool acts.
 	Capability permission.Capability
 
 	call func(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error)
+}
+
+// Hints are what a client may assume about a tool (MCP's tool
+// annotations).
+type Hints struct {
+	// ReadOnly: the tool changes nothing.
+	ReadOnly bool
+	// Destructive: the tool may delete or overwrite (meaningful when not
+	// ReadOnly).
+	Destructive bool
+	// Idempotent: calling it again with the same arguments changes
+	// nothing more.
+	Idempotent bool
+	// OpenWorld: the tool may reach beyond the sandbox's files (the
+	// network, a shell's processes).
+	OpenWorld bool
 }
 
 // Options configure a Toolset.
@@ -281,4 +309,19 @@ func schema(required []string, props map[string]map[string]any) json.RawMessage 
 func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
 func integer(desc string, minimum int) map[string]any {
 	return map[string]any{"type": "integer", "description": desc, "minimum": minimum}
+}
+
+// outputSchema is the JSON Schema of T, a tool's structured result. The
+// result types are plain structs, so inferring cannot fail; if it ever
+// did, the tool would declare no output schema rather than a wrong one.
+func outputSchema[T any]() json.RawMessage {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -72,14 +72,21 @@ func webSearch(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 		}
 		return failf("%v", err), nil
 	}
-	type item struct {
-		Title   string `json:"title"`
-		URL     string `json:"url"`
-		Snippet string `json:"snippet"`
-	}
-	items := make([]item, len(results))
+	items := make([]WebSearchItem, len(results))
 	for i, r := range results {
-		items[i] = item(r)
+		items[i] = WebSearchItem(r)
 	}
-	return structured(map[string]any{"results": items}), nil
+	return structured(WebSearchResult{Results: items}), nil
+}
+
+// WebSearchResult is web_search's structured result.
+type WebSearchResult struct {
+	Results []WebSearchItem `json:"results"`
+}
+
+// WebSearchItem is one search result.
+type WebSearchItem struct {
+	Title   string `json:"title"`
+	URL     string `json:"url"`
+	Snippet string `json:"snippet"`
 }
