@@ -26,5 +26,5 @@ func ExampleNew() {
 	out, err := ts.Call(ctx, "write_file", json.RawMessage(`{"path": "a.txt", "content": "x"}`))
 	fmt.Println(b.Tools.Gate.Mode(), out.Text, err)
 	// Output:
-	// auto {"bytes":1,"ok":true,"path":"a.txt"} <nil>
+	// auto {"ok":true,"path":"a.txt","bytes":1} <nil>
 }

@@ -30,5 +30,5 @@ func Example() {
 	res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": "a.txt", "content": "x"}})
 	fmt.Println(res.IsError, res.Content[0].(*mcp.TextContent).Text)
 	// Output:
-	// false {"bytes":1,"ok":true,"path":"a.txt"}
+	// false {"ok":true,"path":"a.txt","bytes":1}
 }

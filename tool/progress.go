@@ -1,6 +1,11 @@
 package tool
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+)
 
 // ProgressFunc is told how a long call is going: message says what
 // happened last (output arrived, so many files searched). It is called
@@ -22,4 +27,30 @@ func progress(ctx context.Context, message string) {
 	if fn, _ := ctx.Value(progressKey{}).(ProgressFunc); fn != nil {
 		fn(message)
 	}
+}
+
+// outputProgress counts a command's output for its progress reports.
+type outputProgress struct {
+	ctx context.Context
+	mu  sync.Mutex
+	n   int64
+}
+
+// progressWriter is a live writer for a command's output streams that
+// reports how much output there is so far to ctx's ProgressFunc; nil when
+// ctx has none (so a call without progress pays for no live copy).
+func progressWriter(ctx context.Context) io.Writer {
+	if fn, _ := ctx.Value(progressKey{}).(ProgressFunc); fn == nil {
+		return nil
+	}
+	return &outputProgress{ctx: ctx}
+}
+
+func (p *outputProgress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	p.n += int64(len(b))
+	n := p.n
+	p.mu.Unlock()
+	progress(p.ctx, fmt.Sprintf("%d bytes of output so far", n))
+	return len(b), nil
 }

@@ -105,7 +105,11 @@ func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if out, ok, err := ts.gate(ctx, permission.Shell, "shell", a.Command, a); !ok {
 		return out, err
 	}
-	res, err := ts.opts.Sandbox.Exec(ctx, sandbox.Command{Shell: a.Command, Timeout: timeout})
+	cmd := sandbox.Command{Shell: a.Command, Timeout: timeout}
+	if w := progressWriter(ctx); w != nil {
+		cmd.Stdout, cmd.Stderr = w, w
+	}
+	res, err := ts.opts.Sandbox.Exec(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Output{}, ctx.Err()
