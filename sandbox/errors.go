@@ -37,6 +37,10 @@ var (
 	// ErrNotDir: a path component or an Exec directory is not a directory.
 	ErrNotDir = errors.New("not a directory")
 
+	// ErrNotEmpty: a directory with entries was to be removed without
+	// asking for everything in it.
+	ErrNotEmpty = errors.New("directory not empty")
+
 	// ErrTooLarge: the result would exceed MaxFileSize or MaxGlobResults.
 	ErrTooLarge = errors.New("too large")
 

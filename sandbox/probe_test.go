@@ -34,9 +34,15 @@ func (f *fakeSB) Glob(context.Context, string) ([]string, error) {
 func (f *fakeSB) Stat(context.Context, string) (sandbox.FileInfo, error) {
 	return sandbox.FileInfo{}, sandbox.ErrUnsupported
 }
-func (f *fakeSB) Supports(c sandbox.Feature) bool { return c == sandbox.FeatureShell && f.shell }
-func (f *fakeSB) Instructions() string            { return "" }
-func (f *fakeSB) Close() error                    { return nil }
+func (f *fakeSB) List(context.Context, string) ([]sandbox.FileInfo, error) {
+	return nil, sandbox.ErrUnsupported
+}
+func (f *fakeSB) Mkdir(context.Context, string) error          { return sandbox.ErrUnsupported }
+func (f *fakeSB) Remove(context.Context, string, bool) error   { return sandbox.ErrUnsupported }
+func (f *fakeSB) Rename(context.Context, string, string) error { return sandbox.ErrUnsupported }
+func (f *fakeSB) Supports(c sandbox.Feature) bool              { return c == sandbox.FeatureShell && f.shell }
+func (f *fakeSB) Instructions() string                         { return "" }
+func (f *fakeSB) Close() error                                 { return nil }
 
 func (f *fakeSB) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
 	f.mu.Lock()

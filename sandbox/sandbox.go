@@ -19,6 +19,8 @@ const (
 	FeatureStat  Feature = "stat"
 	// FeatureShell is the ability to execute commands (Exec).
 	FeatureShell Feature = "shell"
+	// FeatureManage is List, Mkdir, Remove and Rename.
+	FeatureManage Feature = "manage"
 )
 
 // Kind is the type of a filesystem entry, after following symbolic links.
@@ -39,6 +41,10 @@ type FileInfo struct {
 	ModTime time.Time   // last modification
 	Mode    fs.FileMode // permission bits and type bits
 	Kind    Kind
+	// Link, from List only, marks a symbolic link: Kind, Size and Mode
+	// are then its target's when the link resolves inside the root, and
+	// Kind is KindOther when it dangles or leads out.
+	Link bool `json:",omitempty"`
 	// Inode and Changed tell this version of the file from another of
 	// the same name, size and modification time (a file renamed or linked
 	// into its place, a modification time set back) where the tier knows
@@ -79,6 +85,33 @@ type Sandbox interface {
 	// Stat describes the entry at path, following symbolic links inside the
 	// root.
 	Stat(ctx context.Context, path string) (FileInfo, error)
+
+	// List returns the entries of the directory at path (following
+	// links inside the root to reach it), sorted by name, without "."
+	// and "..", and never descending. Each entry is described as Stat
+	// would, except that a symbolic link is reported as one (Link).
+	// More than MaxGlobResults entries is ErrTooLarge.
+	List(ctx context.Context, path string) ([]FileInfo, error)
+
+	// Mkdir creates the directory at path and any missing parents. An
+	// existing directory is no error; an existing file there is
+	// ErrNotDir.
+	Mkdir(ctx context.Context, path string) error
+
+	// Remove deletes the entry at path: a file, a symbolic link (never
+	// what it points to) or an empty directory; a directory with entries
+	// only when recursive, with everything below it (links inside are
+	// removed, never followed). The root itself is never removed
+	// (ErrInvalidPath). A missing path is ErrNotFound.
+	Remove(ctx context.Context, path string, recursive bool) error
+
+	// Rename moves the entry at from to to, atomically, creating the
+	// missing parents of to. A symbolic link is moved as a link. An
+	// existing file (or link) at to is replaced; an existing directory
+	// at to is ErrIsDir, never merged or replaced. Neither path may be
+	// the root, and a directory cannot move below itself
+	// (ErrInvalidPath).
+	Rename(ctx context.Context, from, to string) error
 
 	// Exec runs a command and waits for it. err is non-nil only when the
 	// command could not be run at all (bad Command, unsupported tier, closed

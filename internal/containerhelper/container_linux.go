@@ -1,6 +1,7 @@
 package containerhelper
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -273,7 +274,7 @@ func (s *streamServer) request(f wire.Frame) error {
 	}
 	op := &srvOp{req: req}
 	switch req.Op {
-	case "read", "stat", "glob":
+	case "read", "stat", "glob", "list", "mkdir", "remove", "rename":
 	case "write":
 		if req.Size < 0 || req.Size > sandbox.MaxFileSize {
 			return wire.ProtoErr("write of %d bytes", req.Size)
@@ -304,6 +305,10 @@ func (s *streamServer) request(f wire.Frame) error {
 		}()
 	case "glob":
 		go s.finish(f.ID, s.glob(f.ID, op))
+	case "list":
+		go s.finish(f.ID, s.list(f.ID, op))
+	case "mkdir", "remove", "rename":
+		go func() { s.finish(f.ID, wire.StreamResponse{Err: wire.ToWire(s.manage(req))}) }()
 	case "exec":
 		go func() { s.finish(f.ID, s.exec(f.ID, op)) }()
 	case "write":
@@ -352,6 +357,39 @@ func (s *streamServer) glob(id uint64, op *srvOp) wire.StreamResponse {
 		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
 	return wire.StreamResponse{Size: int64(len(b))}
+}
+
+func (s *streamServer) list(id uint64, op *srvOp) wire.StreamResponse {
+	ents, err := s.files.List(context.Background(), string(op.req.Path))
+	if err != nil {
+		return wire.StreamResponse{Err: wire.ToWire(err)}
+	}
+	return s.answer(id, func(w io.Writer) error { return wire.WriteListing(w, ents) })
+}
+
+// answer sends what write writes as the operation's data, and the
+// response that counts it.
+func (s *streamServer) answer(id uint64, write func(io.Writer) error) wire.StreamResponse {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return wire.StreamResponse{Err: wire.ToWire(err)}
+	}
+	if err := s.fw.WriteData(wire.FrameData, id, b.Bytes(), wire.MaxFramePayload, false); err != nil {
+		return wire.StreamResponse{Err: wire.ToWire(err)}
+	}
+	return wire.StreamResponse{Size: int64(b.Len())}
+}
+
+// manage is mkdir, remove and rename.
+func (s *streamServer) manage(req wire.StreamRequest) error {
+	ctx := context.Background()
+	switch req.Op {
+	case "mkdir":
+		return s.files.Mkdir(ctx, string(req.Path))
+	case "remove":
+		return s.files.Remove(ctx, string(req.Path), req.Recursive)
+	}
+	return s.files.Rename(ctx, string(req.Path), string(req.To))
 }
 
 // exec runs one command through an idle reaper and streams its output.

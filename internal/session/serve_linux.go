@@ -88,13 +88,62 @@ func (s *server) denied(p string) bool {
 	return false
 }
 
+// deniedPath reports the path of req that the policy denies, if one is:
+// a path a file operation names, or for an operation that takes a whole
+// tree (a recursive remove, a rename) one that holds a denied path.
+func (s *server) deniedPath(req wire.Request) (string, bool) {
+	switch req.Op {
+	case "read", "write", "stat", "list", "mkdir":
+		return req.Path, s.denied(req.Path)
+	case "remove", "rename":
+		for _, p := range []string{req.Path, req.To} {
+			if p != "" && (s.denied(p) || s.holdsDenied(p)) {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// holdsDenied reports whether a denied path lies below p.
+func (s *server) holdsDenied(p string) bool {
+	rel, err := sandbox.Clean(s.files.Root(), p)
+	if err != nil {
+		return false // the guard will refuse it anyway
+	}
+	abs := path.Join(s.files.Root(), rel)
+	for _, d := range s.job.Policy.Deny {
+		if strings.HasPrefix(d, strings.TrimSuffix(abs, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// hidden reports whether a root-relative path falls under a denied path
+// (what a listing or a search leaves out).
+func (s *server) hidden(rel string) bool { return s.denied(rel) }
+
+// list writes the directory's entries, less what the policy denies, into
+// the pipe the host passed.
+func (s *server) list(ctx context.Context, req wire.Request, passed []*os.File) error {
+	if len(passed) != 1 {
+		return errors.New("list needs one pipe")
+	}
+	ents, err := s.files.ListHiding(ctx, req.Path, s.hidden)
+	if err != nil {
+		return err
+	}
+	return wire.WriteListing(passed[0], ents)
+}
+
 func (s *server) handle(req wire.Request, passed []*os.File) {
 	defer CloseFiles(passed)
 	ctx := context.Background()
 	res := wire.Response{ID: req.ID}
 	var err error
-	if (req.Op == "read" || req.Op == "write" || req.Op == "stat") && s.denied(req.Path) {
-		res.Err = wire.ToWire(tierkit.PathError(req.Op, req.Path, fmt.Errorf("denied by the policy: %w", fs.ErrPermission)))
+	if p, bad := s.deniedPath(req); bad {
+		res.Err = wire.ToWire(tierkit.PathError(req.Op, p, fmt.Errorf("denied by the policy: %w", fs.ErrPermission)))
 		_ = s.conn.Send(res)
 		return
 	}
@@ -110,6 +159,14 @@ func (s *server) handle(req wire.Request, passed []*os.File) {
 		}
 	case "glob":
 		err = s.glob(ctx, req, passed)
+	case "list":
+		err = s.list(ctx, req, passed)
+	case "mkdir":
+		err = s.files.Mkdir(ctx, req.Path)
+	case "remove":
+		err = s.files.Remove(ctx, req.Path, req.Recursive)
+	case "rename":
+		err = s.files.Rename(ctx, req.Path, req.To)
 	case "exec":
 		err = s.exec(req, passed, &res)
 	case "cancel":

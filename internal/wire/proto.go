@@ -33,13 +33,18 @@ const MaxRecord = 1 << 20
 // Request is one operation the host asks of the init.
 type Request struct {
 	ID      uint64 `json:"id"`
-	Op      string `json:"op"` // start, read, write, stat, glob, exec, cancel
+	Op      string `json:"op"` // start, read, write, stat, glob, list, mkdir, remove, rename, search, exec, cancel
 	Path    string `json:"path,omitempty"`
 	Max     int64  `json:"max,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
-	Job     *Job   `json:"job,omitempty"`     // start: the sandbox; exec: the command
-	Timeout int64  `json:"timeout,omitempty"` // exec, in milliseconds
-	Target  uint64 `json:"target,omitempty"`  // cancel: the exec's request id
+	// To is a rename's new path; Recursive a remove's.
+	To        string `json:"to,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+	// Search is a search's request.
+	Search  *sandbox.SearchRequest `json:"search,omitempty"`
+	Job     *Job                   `json:"job,omitempty"`     // start: the sandbox; exec: the command
+	Timeout int64                  `json:"timeout,omitempty"` // exec, in milliseconds
+	Target  uint64                 `json:"target,omitempty"`  // cancel: the exec's request id
 	// Final, on an exec, says it is the sandbox's only command (a one-shot
 	// run): the init confines itself and runs it directly, sparing one
 	// process start, and the sandbox ends with it.
@@ -84,7 +89,7 @@ var errKinds = []struct {
 	err  error
 }{
 	{"escape", sandbox.ErrEscape}, {"not_found", sandbox.ErrNotFound}, {"invalid_path", sandbox.ErrInvalidPath},
-	{"is_dir", sandbox.ErrIsDir}, {"not_dir", sandbox.ErrNotDir}, {"too_large", sandbox.ErrTooLarge},
+	{"is_dir", sandbox.ErrIsDir}, {"not_dir", sandbox.ErrNotDir}, {"not_empty", sandbox.ErrNotEmpty}, {"too_large", sandbox.ErrTooLarge},
 	{"unsupported", sandbox.ErrUnsupported}, {"config", sandbox.ErrConfig}, {"closed", sandbox.ErrClosed},
 }
 

@@ -288,12 +288,18 @@ type Hello struct {
 // environment entries are byte strings (JSON base64), so names that are
 // not valid UTF-8 arrive intact.
 type StreamRequest struct {
-	Op      string   `json:"op"` // read, write, stat, glob, exec
-	Path    []byte   `json:"path,omitempty"`
-	Max     int64    `json:"max,omitempty"`  // read: at most this many bytes (0: all)
-	Size    int64    `json:"size,omitempty"` // write: the content's length
-	Pattern []byte   `json:"pattern,omitempty"`
-	Argv    [][]byte `json:"argv,omitempty"`
+	Op   string `json:"op"` // read, write, stat, glob, list, mkdir, remove, rename, search, exec
+	Path []byte `json:"path,omitempty"`
+	// To is a rename's new path; Recursive a remove's.
+	To        []byte `json:"to,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+	// Search is a search's request (its answer comes as data, see
+	// WriteSearch; a list's as WriteListing).
+	Search  *sandbox.SearchRequest `json:"search,omitempty"`
+	Max     int64                  `json:"max,omitempty"`  // read: at most this many bytes (0: all)
+	Size    int64                  `json:"size,omitempty"` // write: the content's length
+	Pattern []byte                 `json:"pattern,omitempty"`
+	Argv    [][]byte               `json:"argv,omitempty"`
 	// Env is added to the helper's base environment (PATH, HOME, LANG).
 	Env       [][]byte `json:"env,omitempty"`
 	Dir       []byte   `json:"dir,omitempty"`

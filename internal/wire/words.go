@@ -84,15 +84,29 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON encodes the request with its path and pattern quoted when
-// they need it (its job quotes its own words).
+// words are the request's strings that quoteWords covers: its paths and
+// patterns, a search's included (its job quotes its own words).
+func (r *Request) words() []*string {
+	ws := []*string{&r.Path, &r.Pattern, &r.To}
+	if r.Search != nil {
+		ws = append(ws, &r.Search.Dir, &r.Search.Glob, &r.Search.Pattern)
+	}
+	return ws
+}
+
+// MarshalJSON encodes the request with its words quoted when they need
+// it.
 func (r Request) MarshalJSON() ([]byte, error) {
 	type plain Request
-	r.Quoted = quoteWords(&r.Path, &r.Pattern)
+	if r.Search != nil {
+		s := *r.Search // the caller's stays as it is
+		r.Search = &s
+	}
+	r.Quoted = quoteWords(r.words()...)
 	return json.Marshal(plain(r))
 }
 
-// UnmarshalJSON decodes a request and unquotes its path and pattern.
+// UnmarshalJSON decodes a request and unquotes its words.
 func (r *Request) UnmarshalJSON(b []byte) error {
 	type plain Request
 	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
@@ -100,7 +114,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	}
 	if r.Quoted {
 		r.Quoted = false
-		return unquoteWords(&r.Path, &r.Pattern)
+		return unquoteWords(r.words()...)
 	}
 	return nil
 }

@@ -394,6 +394,26 @@ func unixMode(m uint32) fs.FileMode {
 	return mode
 }
 
+// errNeedsHelper is what the operations only hutch's helper serves
+// return without it.
+func errNeedsHelper(op, rel string) error {
+	return tierkit.PathError(op, rel, fmt.Errorf("%w without hutch's helper in the container (it could not run there; see `hutch check`): build hutch with CGO_ENABLED=0 so the helper runs in any image", sandbox.ErrUnsupported))
+}
+
+func (b cliBackend) list(_ context.Context, rel string) ([]sandbox.FileInfo, error) {
+	return nil, errNeedsHelper("list", rel)
+}
+
+func (b cliBackend) mkdir(_ context.Context, rel string) error { return errNeedsHelper("mkdir", rel) }
+
+func (b cliBackend) remove(_ context.Context, rel string, _ bool) error {
+	return errNeedsHelper("remove", rel)
+}
+
+func (b cliBackend) rename(_ context.Context, from, _ string) error {
+	return errNeedsHelper("rename", from)
+}
+
 // maxListing bounds what one glob's listing may print.
 const maxListing = 64 << 20
 

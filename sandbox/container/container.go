@@ -243,6 +243,10 @@ type backend interface {
 	write(ctx context.Context, rel string, data []byte) error
 	stat(ctx context.Context, rel string) (sandbox.FileInfo, error)
 	glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error)
+	list(ctx context.Context, rel string) ([]sandbox.FileInfo, error)
+	mkdir(ctx context.Context, rel string) error
+	remove(ctx context.Context, rel string, recursive bool) error
+	rename(ctx context.Context, from, to string) error
 	exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error)
 }
 
@@ -757,6 +761,63 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]string, error) { return b.glob(ctx, pat, dirsOnly) })
 }
 
+// List returns a directory's entries, listed inside the container. It
+// needs hutch's helper in the container (see Mode): without it, it is
+// ErrUnsupported.
+func (s *Sandbox) List(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
+	rel, err := s.clean("list", p)
+	if err != nil {
+		return nil, err
+	}
+	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]sandbox.FileInfo, error) { return b.list(ctx, rel) })
+}
+
+// Mkdir creates a directory and its parents inside the container (with
+// the helper only, as List).
+func (s *Sandbox) Mkdir(ctx context.Context, p string) error {
+	rel, err := s.clean("mkdir", p)
+	if err != nil {
+		return err
+	}
+	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.mkdir(ctx, rel) })
+	return err
+}
+
+// Remove deletes an entry inside the container (with the helper only, as
+// List).
+func (s *Sandbox) Remove(ctx context.Context, p string, recursive bool) error {
+	rel, err := s.clean("remove", p)
+	if err != nil {
+		return err
+	}
+	if dirOnly(p) {
+		rel += "/" // the helper checks what the slash says
+	}
+	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) {
+		return struct{}{}, b.remove(ctx, rel, recursive)
+	})
+	return err
+}
+
+// Rename moves an entry inside the container (with the helper only, as
+// List).
+func (s *Sandbox) Rename(ctx context.Context, from, to string) error {
+	src, err := s.clean("rename", from)
+	if err != nil {
+		return err
+	}
+	dst, err := s.clean("rename", to)
+	if err != nil {
+		return err
+	}
+	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.rename(ctx, src, dst) })
+	return err
+}
+
+// dirOnly reports a path that ends in "/" (the root's aside): it names a
+// directory.
+func dirOnly(p string) bool { return len(p) > 1 && strings.HasSuffix(p, "/") }
+
 // Exec runs a command in the container, starting in cmd.Dir under the
 // working directory. The environment is PATH, HOME and LANG as the image
 // sets them, plus Options.Env, plus cmd.Env. When the command ends, times
@@ -794,11 +855,16 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	return res, nil
 }
 
-// Supports reports every capability: files and a shell.
+// Supports reports every capability: files and a shell; manage (List,
+// Mkdir, Remove, Rename) unless the container runs without hutch's
+// helper, which only shows once it has started (see Mode).
 func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
 	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat, sandbox.FeatureShell:
 		return true
+	case sandbox.FeatureManage:
+		m, _ := s.Mode()
+		return m != ModeCLI
 	}
 	return false
 }

@@ -344,6 +344,29 @@ func (sc *streamConn) glob(ctx context.Context, pattern string, dirsOnly bool) (
 	return wire.SplitNames(data), nil
 }
 
+func (sc *streamConn) list(ctx context.Context, rel string) ([]sandbox.FileInfo, error) {
+	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "list", Path: []byte(rel)}, wire.MaxAnswerBytes, nil)
+	if err != nil {
+		return nil, err
+	}
+	return wire.ReadListing(data)
+}
+
+func (sc *streamConn) mkdir(ctx context.Context, rel string) error {
+	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "mkdir", Path: []byte(rel)}, 0, nil)
+	return err
+}
+
+func (sc *streamConn) remove(ctx context.Context, rel string, recursive bool) error {
+	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "remove", Path: []byte(rel), Recursive: recursive}, 0, nil)
+	return err
+}
+
+func (sc *streamConn) rename(ctx context.Context, from, to string) error {
+	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "rename", Path: []byte(from), To: []byte(to)}, 0, nil)
+	return err
+}
+
 // exec runs one command over the stream: its input is sent within the
 // window the helper credits, its output is credited as it is consumed,
 // and its result comes after the last output frame.

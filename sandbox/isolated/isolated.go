@@ -580,6 +580,43 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	return wire.SplitNames(data), nil
 }
 
+// List returns a directory's entries, listed inside the sandbox (less
+// what the policy denies); the answer comes through a pipe.
+func (s *Sandbox) List(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
+	data, _, err := s.callWithOutput(ctx, wire.Request{Op: "list", Path: p}, wire.MaxAnswerBytes)
+	if err != nil {
+		return nil, err
+	}
+	return wire.ReadListing(data)
+}
+
+// Mkdir creates a directory and its parents inside the sandbox, if the
+// policy lets the sandbox write there.
+func (s *Sandbox) Mkdir(ctx context.Context, p string) error {
+	return s.simple(ctx, wire.Request{Op: "mkdir", Path: p})
+}
+
+// Remove deletes an entry inside the sandbox, if the policy lets the
+// sandbox write there; a tree that holds a denied path is refused.
+func (s *Sandbox) Remove(ctx context.Context, p string, recursive bool) error {
+	return s.simple(ctx, wire.Request{Op: "remove", Path: p, Recursive: recursive})
+}
+
+// Rename moves an entry inside the sandbox, if the policy lets the
+// sandbox write at both ends; a tree that holds a denied path is refused.
+func (s *Sandbox) Rename(ctx context.Context, from, to string) error {
+	return s.simple(ctx, wire.Request{Op: "rename", Path: from, To: to})
+}
+
+// simple makes a call whose answer is its error alone.
+func (s *Sandbox) simple(ctx context.Context, req wire.Request) error {
+	res, err := s.call(ctx, req)
+	if err != nil {
+		return err
+	}
+	return res.Err.Error()
+}
+
 // Exec runs a command in the sandbox, in a PID namespace of its own: when
 // it ends, times out or is cancelled, everything it started ends too. The
 // environment is the policy's (default PATH, HOME, LANG) plus cmd.Env.
@@ -678,7 +715,7 @@ func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env
 // Supports reports every capability: files and a shell.
 func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
-	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat, sandbox.FeatureShell:
+	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat, sandbox.FeatureShell, sandbox.FeatureManage:
 		return true
 	}
 	return false

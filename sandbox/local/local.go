@@ -47,11 +47,11 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	return &Sandbox{FS: files, env: maps.Clone(opts.Env)}, nil
 }
 
-// Supports reports read, write, glob and stat, and shell when this host can
+// Supports reports read, write, glob, stat and manage, and shell when this host can
 // run commands with full process-tree cleanup (see Check).
 func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
-	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat:
+	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat, sandbox.FeatureManage:
 		return true
 	case sandbox.FeatureShell:
 		return Check() == nil

@@ -54,6 +54,7 @@ func Run(t *testing.T, newSB Factory, opts Options) {
 	t.Run("Stat", func(t *testing.T) { testStat(t, fresh(t)) })
 	t.Run("Glob", func(t *testing.T) { testGlob(t, fresh(t)) })
 	t.Run("GlobBracesStayInside", func(t *testing.T) { testGlobBracesStayInside(t, fresh(t)) })
+	t.Run("Manage", func(t *testing.T) { testManage(t, fresh) })
 	t.Run("Exec", func(t *testing.T) { testExec(t, fresh(t), opts) })
 	t.Run("Environment", func(t *testing.T) { testEnvironment(t, fresh(t)) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, fresh(t)) })
@@ -694,6 +695,13 @@ func testClose(t *testing.T, sb sandbox.Sandbox) {
 	wantErr(t, "Stat after Close", err, sandbox.ErrClosed)
 	_, err = sb.Exec(bg, sandbox.Command{Shell: "true"})
 	wantErr(t, "Exec after Close", err, sandbox.ErrClosed)
+	if sb.Supports(sandbox.FeatureManage) {
+		_, err = sb.List(bg, ".")
+		wantErr(t, "List after Close", err, sandbox.ErrClosed)
+		wantErr(t, "Mkdir after Close", sb.Mkdir(bg, "d"), sandbox.ErrClosed)
+		wantErr(t, "Remove after Close", sb.Remove(bg, "f", false), sandbox.ErrClosed)
+		wantErr(t, "Rename after Close", sb.Rename(bg, "f", "g"), sandbox.ErrClosed)
+	}
 	// The functions over the contract report it too, whether the tier has
 	// the optional interface or they fall back on the contract.
 	_, _, err = sandbox.ReadStat(bg, sb, "f", 0)

@@ -282,10 +282,10 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	return sandbox.Result{}, fmt.Errorf("virtual sandbox has no shell: %w", sandbox.ErrUnsupported)
 }
 
-// Supports reports read, write, glob and stat; never shell.
+// Supports reports read, write, glob, stat and manage; never shell.
 func (s *Sandbox) Supports(c sandbox.Feature) bool {
 	switch c {
-	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat:
+	case sandbox.FeatureRead, sandbox.FeatureWrite, sandbox.FeatureGlob, sandbox.FeatureStat, sandbox.FeatureManage:
 		return true
 	}
 	return false
