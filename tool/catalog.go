@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/hutchsandbox/hutch/permission"
@@ -40,6 +41,20 @@ var catalog = sync.OnceValue(func() []Tool {
 			call:         globFiles,
 		},
 		{
+			Name:  "list",
+			Title: "List directory",
+			Description: fmt.Sprintf("List a directory's entries with kind (file, dir, other) and size, sorted. depth (1 to %d, default 1) descends into subdirectories, breadth first; links are shown as links and not descended. "+
+				"At most %d entries; more says how many were left out. Nothing is skipped for .gitignore.", MaxListDepth, MaxListEntries),
+			InputSchema: schema(nil, map[string]map[string]any{
+				"path":  str("directory, relative to the sandbox root (default: the root)"),
+				"depth": integer("how many levels to show (1: the directory's own entries)", 1),
+			}),
+			OutputSchema: outputSchema[ListResult](),
+			Hints:        Hints{ReadOnly: true, Idempotent: true},
+			Capability:   permission.Read,
+			call:         listDir,
+		},
+		{
 			Name: "write_file",
 			Description: "Create or replace a file with the given content; missing directories are created. " +
 				"An existing file must have been read in this session first, and must not have changed since.",
@@ -68,6 +83,46 @@ var catalog = sync.OnceValue(func() []Tool {
 			Hints:        Hints{Destructive: true},
 			OutputSchema: outputSchema[EditResult](),
 			call:         editFile,
+		},
+		{
+			Name:  "move",
+			Title: "Move or rename",
+			Description: "Move or rename a file, link or directory inside the sandbox; missing directories of to are created. " +
+				"A file already at to is replaced, and must have been read in this session first; a directory at to is refused.",
+			InputSchema: schema([]string{"from", "to"}, map[string]map[string]any{
+				"from": str("what to move, relative to the sandbox root"),
+				"to":   str("its new path (the full path, not the directory to move into)"),
+			}),
+			OutputSchema: outputSchema[MoveResult](),
+			Hints:        Hints{Destructive: true},
+			Capability:   permission.Write,
+			call:         moveFile,
+		},
+		{
+			Name:  "delete",
+			Title: "Delete",
+			Description: "Delete a file, a link (never what it points to) or an empty directory; a directory with entries only with recursive, " +
+				"which deletes everything in it. The sandbox root cannot be deleted.",
+			InputSchema: schema([]string{"path"}, map[string]map[string]any{
+				"path":      str("what to delete, relative to the sandbox root"),
+				"recursive": {"type": "boolean", "description": "also delete a directory that has entries, with everything in it"},
+			}),
+			OutputSchema: outputSchema[PathResult](),
+			Hints:        Hints{Destructive: true, Idempotent: true},
+			Capability:   permission.Write,
+			call:         deletePath,
+		},
+		{
+			Name:        "mkdir",
+			Title:       "Make directory",
+			Description: "Create a directory and any missing parents. An existing directory is fine.",
+			InputSchema: schema([]string{"path"}, map[string]map[string]any{
+				"path": str("the directory, relative to the sandbox root"),
+			}),
+			OutputSchema: outputSchema[PathResult](),
+			Hints:        Hints{Idempotent: true},
+			Capability:   permission.Write,
+			call:         makeDir,
 		},
 		{
 			Name: "shell",

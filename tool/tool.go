@@ -156,7 +156,9 @@ func Scope(sb sandbox.Sandbox) string {
 func (ts *Toolset) Sandbox() sandbox.Sandbox { return ts.opts.Sandbox }
 
 // Tools lists the tools this session offers: read_file and glob always;
-// write_file and edit_file unless write can never pass the gate; shell when
+// list where the sandbox can list (sandbox.FeatureManage) and read can
+// pass; write_file and edit_file unless write can never pass the gate,
+// and move, delete and mkdir then too where the sandbox can manage; shell when
 // the sandbox has one and shell can pass; run_code with CodeOptions (its
 // default sandbox runs in every mode); fetch with a Fetcher and
 // web_search with a backend, each unless its capability can never pass. A
@@ -166,10 +168,19 @@ func (ts *Toolset) Tools() []Tool { return slices.Clone(ts.offered) }
 func (ts *Toolset) offer() []Tool {
 	g := ts.opts.Gate
 	var out []Tool
+	manage := ts.opts.Sandbox.Supports(sandbox.FeatureManage)
 	for _, t := range catalog() {
 		switch t.Name {
 		case "write_file", "edit_file":
 			if g.NeverAllows(permission.Write) {
+				continue
+			}
+		case "list":
+			if !manage || g.NeverAllows(permission.Read) {
+				continue
+			}
+		case "move", "delete", "mkdir":
+			if !manage || g.NeverAllows(permission.Write) {
 				continue
 			}
 		case "shell":

@@ -93,7 +93,10 @@ func TestOffering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"read_file", "glob", "write_file", "edit_file", "shell", "fetch", "web_search"}
+	reads := []string{"read_file", "glob", "list"}
+	writes := []string{"write_file", "edit_file", "move", "delete", "mkdir"}
+	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	all := join(reads, writes, []string{"shell", "fetch", "web_search"})
 	cases := []struct {
 		name    string
 		sb      sandbox.Sandbox
@@ -102,15 +105,15 @@ func TestOffering(t *testing.T) {
 		search  bool
 		offered []string
 	}{
-		{"virtual read_only", vsb, permission.Config{}, false, false, []string{"read_file", "glob"}},
-		{"virtual auto: no shell on purpose", vsb, permission.Config{Mode: permission.Auto}, true, true, []string{"read_file", "glob", "write_file", "edit_file", "fetch", "web_search"}},
-		{"local read_only", lsb, permission.Config{}, true, true, []string{"read_file", "glob"}},
-		{"local read_only + write", lsb, permission.Config{Allow: []permission.Capability{permission.Write}}, true, true, []string{"read_file", "glob", "write_file", "edit_file"}},
+		{"virtual read_only", vsb, permission.Config{}, false, false, reads},
+		{"virtual auto: no shell on purpose", vsb, permission.Config{Mode: permission.Auto}, true, true, join(reads, writes, []string{"fetch", "web_search"})},
+		{"local read_only", lsb, permission.Config{}, true, true, reads},
+		{"local read_only + write", lsb, permission.Config{Allow: []permission.Capability{permission.Write}}, true, true, join(reads, writes)},
 		{"local auto", lsb, permission.Config{Mode: permission.Auto}, true, true, all},
-		{"local auto without fetcher or backend", lsb, permission.Config{Mode: permission.Auto}, false, false, all[:5]},
-		{"local ask without asker", lsb, permission.Config{Mode: permission.Ask}, true, true, []string{"read_file", "glob"}},
+		{"local auto without fetcher or backend", lsb, permission.Config{Mode: permission.Auto}, false, false, join(reads, writes, []string{"shell"})},
+		{"local ask without asker", lsb, permission.Config{Mode: permission.Ask}, true, true, reads},
 		{"local ask with asker", lsb, permission.Config{Mode: permission.Ask, Asker: yes}, true, true, all},
-		{"local read_only + fetch", lsb, permission.Config{Allow: []permission.Capability{permission.Fetch}}, true, false, []string{"read_file", "glob", "fetch"}},
+		{"local read_only + fetch", lsb, permission.Config{Allow: []permission.Capability{permission.Fetch}}, true, false, join(reads, []string{"fetch"})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
