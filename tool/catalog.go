@@ -125,18 +125,77 @@ var catalog = sync.OnceValue(func() []Tool {
 			call:         makeDir,
 		},
 		{
-			Name: "shell",
-			Description: "Run a shell command (/bin/sh -c) in the sandbox root. Returns exit_code, stdout, stderr and timed_out; " +
-				"each stream is cut to its last 200 lines and 16000 characters. Default timeout 120 seconds.",
+			Name:  "shell",
+			Title: "Run shell command",
+			Description: "Run a shell command (/bin/sh -c). Each call is a fresh shell that starts in the sandbox root (or dir, inside it), with empty standard input unless stdin is given; " +
+				"nothing (working directory, variables) carries over between calls. Returns exit_code, stdout, stderr and timed_out; " +
+				"a non-zero exit_code is the command's own result, not a failure of the tool. " +
+				"Each stream is cut to its last 200 lines and 16000 characters. Default timeout 120 seconds. " +
+				"background: true starts the command and answers at once with an id (its timeout then defaults to the maximum); " +
+				"read its output with process_output, write to it with process_input, end it with process_kill. Background processes end with the session.",
 			InputSchema: schema([]string{"command"}, map[string]map[string]any{
-				"command": str("the command line"),
-				"timeout": {"type": "number", "description": "seconds before the command and everything it started are stopped", "exclusiveMinimum": 0, "maximum": MaxShellTimeout.Seconds()},
+				"command":    str("the command line"),
+				"timeout":    {"type": "number", "description": "seconds before the command and everything it started are stopped", "exclusiveMinimum": 0, "maximum": MaxShellTimeout.Seconds()},
+				"dir":        str("where the command starts, relative to the sandbox root (default: the root)"),
+				"stdin":      str("the command's standard input"),
+				"background": {"type": "boolean", "description": "start the command in the background and answer at once with its id"},
 			}),
-			Capability:   permission.Shell,
-			Title:        "Run shell command",
+			OutputSchema: outputSchemaOneOf[ShellResult, BackgroundStarted](),
 			Hints:        Hints{Destructive: true, OpenWorld: true},
-			OutputSchema: outputSchema[ShellResult](),
+			Capability:   permission.Shell,
 			call:         runShell,
+		},
+		{
+			Name:  "process_output",
+			Title: "Read background output",
+			Description: fmt.Sprintf("Read what a background process (shell with background: true) printed, stdout and stderr as they came, and whether it has ended (with its exit_code). "+
+				"since is the offset to read from (next of the previous answer; 0 for everything still kept: the last %d bytes); without it, only what comes from now. "+
+				"wait_ms (at most %d) waits for new output or the end. At most %d bytes per answer (more says there is more).", MaxProcessLog, MaxProcessWait.Milliseconds(), MaxProcessChunk),
+			InputSchema: schema([]string{"id"}, map[string]map[string]any{
+				"id":      str("the id shell answered with"),
+				"since":   integer("the offset to read from: next of the previous answer", 0),
+				"wait_ms": integer("how long to wait for new output or the end, in milliseconds", 0),
+			}),
+			OutputSchema: outputSchema[ProcessOutput](),
+			Hints:        Hints{ReadOnly: true},
+			Capability:   permission.Shell,
+			call:         processOutput,
+		},
+		{
+			Name:        "process_input",
+			Title:       "Write to background process",
+			Description: "Write data to a background process's standard input; eof: true closes it afterwards.",
+			InputSchema: schema([]string{"data", "id"}, map[string]map[string]any{
+				"id":   str("the id shell answered with"),
+				"data": str("what to write (add a newline to end a line)"),
+				"eof":  {"type": "boolean", "description": "close the process's input after data"},
+			}),
+			OutputSchema: outputSchema[ProcessInputResult](),
+			Hints:        Hints{Destructive: true, OpenWorld: true},
+			Capability:   permission.Shell,
+			call:         processInput,
+		},
+		{
+			Name:        "process_kill",
+			Title:       "Stop background process",
+			Description: "Stop a background process and everything it started; answers with how it ended.",
+			InputSchema: schema([]string{"id"}, map[string]map[string]any{
+				"id": str("the id shell answered with"),
+			}),
+			OutputSchema: outputSchema[ProcessStatus](),
+			Hints:        Hints{Destructive: true, Idempotent: true},
+			Capability:   permission.Shell,
+			call:         processKill,
+		},
+		{
+			Name:         "process_list",
+			Title:        "List background processes",
+			Description:  "List this session's background processes: id, command, whether each still runs, its exit status once ended, and how much it printed.",
+			InputSchema:  schema(nil, map[string]map[string]any{}),
+			OutputSchema: outputSchema[ProcessList](),
+			Hints:        Hints{ReadOnly: true, Idempotent: true},
+			Capability:   permission.Shell,
+			call:         processList,
 		},
 		{
 			Name:        "fetch",

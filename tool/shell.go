@@ -73,7 +73,16 @@ func Truncate(s string, maxLines, maxChars int) string {
 type shellArgs struct {
 	Command string   `json:"command"`
 	Timeout *float64 `json:"timeout,omitempty"` // seconds
+	// Dir is where the command starts, inside the root.
+	Dir string `json:"dir,omitempty"`
+	// Stdin is the command's standard input (empty when nil).
+	Stdin *string `json:"stdin,omitempty"`
+	// Background starts the command and answers at once with its id.
+	Background bool `json:"background,omitempty"`
 }
+
+// MaxShellStdin is the most standard input one shell call takes.
+const MaxShellStdin = 1 << 20
 
 // ShellResult is the shell tool's structured result.
 type ShellResult struct {
@@ -94,7 +103,19 @@ func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if strings.TrimSpace(a.Command) == "" {
 		return failf("shell needs a command"), nil
 	}
+	if out, bad := badPath("shell", a.Dir); bad {
+		return out, nil
+	}
+	if a.Stdin != nil && len(*a.Stdin) > MaxShellStdin {
+		return failf("stdin is %d bytes, more than the %d a call takes: write it to a file and redirect from it", len(*a.Stdin), MaxShellStdin), nil
+	}
+	if a.Background && a.Stdin != nil {
+		return failf("a background command takes its input through process_input, not stdin"), nil
+	}
 	timeout := sandbox.DefaultTimeout
+	if a.Background {
+		timeout = MaxShellTimeout
+	}
 	if a.Timeout != nil {
 		t := time.Duration(*a.Timeout * float64(time.Second))
 		if t <= 0 || t > MaxShellTimeout {
@@ -105,7 +126,13 @@ func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if out, ok, err := ts.gate(ctx, permission.Shell, "shell", a.Command, a); !ok {
 		return out, err
 	}
-	cmd := sandbox.Command{Shell: a.Command, Timeout: timeout}
+	cmd := sandbox.Command{Shell: a.Command, Timeout: timeout, Dir: a.Dir}
+	if a.Background {
+		return ts.startBackground(cmd, a.Command), nil
+	}
+	if a.Stdin != nil {
+		cmd.Stdin = strings.NewReader(*a.Stdin)
+	}
 	if w := progressWriter(ctx); w != nil {
 		cmd.Stdout, cmd.Stderr = w, w
 	}

@@ -120,6 +120,7 @@ type Toolset struct {
 	offered []Tool // decided once: the gate and the sandbox do not change
 	scope   string // which sandbox approvals bind to
 	code    *code  // run_code, when configured
+	procs   processes
 }
 
 // New returns the toolset for a session. Errors match ErrConfig.
@@ -183,7 +184,7 @@ func (ts *Toolset) offer() []Tool {
 			if !manage || g.NeverAllows(permission.Write) {
 				continue
 			}
-		case "shell":
+		case "shell", "process_output", "process_input", "process_kill", "process_list":
 			if !ts.opts.Sandbox.Supports(sandbox.FeatureShell) || g.NeverAllows(permission.Shell) {
 				continue
 			}
@@ -320,6 +321,21 @@ func schema(required []string, props map[string]map[string]any) json.RawMessage 
 func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
 func integer(desc string, minimum int) map[string]any {
 	return map[string]any{"type": "integer", "description": desc, "minimum": minimum}
+}
+
+// outputSchemaOneOf is the JSON Schema of a result that is either an A
+// or a B (an object either way).
+func outputSchemaOneOf[A, B any]() json.RawMessage {
+	a, errA := jsonschema.For[A](nil)
+	b, errB := jsonschema.For[B](nil)
+	if errA != nil || errB != nil {
+		return nil
+	}
+	out, err := json.Marshal(&jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{a, b}})
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // outputSchema is the JSON Schema of T, a tool's structured result. The

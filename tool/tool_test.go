@@ -96,7 +96,8 @@ func TestOffering(t *testing.T) {
 	reads := []string{"read_file", "glob", "list"}
 	writes := []string{"write_file", "edit_file", "move", "delete", "mkdir"}
 	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
-	all := join(reads, writes, []string{"shell", "fetch", "web_search"})
+	shell := []string{"shell", "process_output", "process_input", "process_kill", "process_list"}
+	all := join(reads, writes, shell, []string{"fetch", "web_search"})
 	cases := []struct {
 		name    string
 		sb      sandbox.Sandbox
@@ -110,7 +111,7 @@ func TestOffering(t *testing.T) {
 		{"local read_only", lsb, permission.Config{}, true, true, reads},
 		{"local read_only + write", lsb, permission.Config{Allow: []permission.Capability{permission.Write}}, true, true, join(reads, writes)},
 		{"local auto", lsb, permission.Config{Mode: permission.Auto}, true, true, all},
-		{"local auto without fetcher or backend", lsb, permission.Config{Mode: permission.Auto}, false, false, join(reads, writes, []string{"shell"})},
+		{"local auto without fetcher or backend", lsb, permission.Config{Mode: permission.Auto}, false, false, join(reads, writes, shell)},
 		{"local ask without asker", lsb, permission.Config{Mode: permission.Ask}, true, true, reads},
 		{"local ask with asker", lsb, permission.Config{Mode: permission.Ask, Asker: yes}, true, true, all},
 		{"local read_only + fetch", lsb, permission.Config{Allow: []permission.Capability{permission.Fetch}}, true, false, join(reads, []string{"fetch"})},
