@@ -1,6 +1,10 @@
 package sandbox
 
-import "context"
+import (
+	"context"
+	"io/fs"
+	"strings"
+)
 
 // SearchMode is what a search reports.
 type SearchMode string
@@ -104,4 +108,22 @@ type Searcher interface {
 	// pattern that does not compile, a Dir outside the root) is an error
 	// matching ErrConfig or ErrEscape.
 	Search(ctx context.Context, req SearchRequest) (SearchResult, error)
+}
+
+// CleanSearchGlob makes a search's Glob root-relative: an absolute
+// pattern inside root loses root's prefix (as CleanPattern makes it), a
+// relative one is left as it is, for the search to check. A pattern
+// leading out of the root is ErrEscape.
+func CleanSearchGlob(root, glob string) (string, error) {
+	if glob == "" || !strings.HasPrefix(glob, "/") {
+		return glob, nil
+	}
+	pat, dirs, err := CleanPattern(root, glob)
+	if err != nil {
+		return "", &fs.PathError{Op: "search", Path: glob, Err: err}
+	}
+	if dirs {
+		pat += "/"
+	}
+	return pat, nil
 }

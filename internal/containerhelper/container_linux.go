@@ -274,7 +274,7 @@ func (s *streamServer) request(f wire.Frame) error {
 	}
 	op := &srvOp{req: req}
 	switch req.Op {
-	case "read", "stat", "glob", "list", "mkdir", "remove", "rename":
+	case "read", "stat", "glob", "list", "search", "mkdir", "remove", "rename":
 	case "write":
 		if req.Size < 0 || req.Size > sandbox.MaxFileSize {
 			return wire.ProtoErr("write of %d bytes", req.Size)
@@ -307,6 +307,8 @@ func (s *streamServer) request(f wire.Frame) error {
 		go s.finish(f.ID, s.glob(f.ID, op))
 	case "list":
 		go s.finish(f.ID, s.list(f.ID, op))
+	case "search":
+		go s.finish(f.ID, s.search(f.ID, op))
 	case "mkdir", "remove", "rename":
 		go func() { s.finish(f.ID, wire.StreamResponse{Err: wire.ToWire(s.manage(req))}) }()
 	case "exec":
@@ -365,6 +367,17 @@ func (s *streamServer) list(id uint64, op *srvOp) wire.StreamResponse {
 		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
 	return s.answer(id, func(w io.Writer) error { return wire.WriteListing(w, ents) })
+}
+
+func (s *streamServer) search(id uint64, op *srvOp) wire.StreamResponse {
+	if op.req.Search == nil {
+		return wire.StreamResponse{Err: wire.ToWire(errors.New("search without a request"))}
+	}
+	res, err := s.files.Search(context.Background(), *op.req.Search)
+	if err != nil {
+		return wire.StreamResponse{Err: wire.ToWire(err)}
+	}
+	return s.answer(id, func(w io.Writer) error { return wire.WriteSearch(w, res) })
 }
 
 // answer sends what write writes as the operation's data, and the

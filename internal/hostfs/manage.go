@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hutchsandbox/hutch/internal/search"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -202,4 +203,63 @@ func (s *FS) Rename(ctx context.Context, from, to string) error {
 		return mapErr("rename", from, err)
 	}
 	return nil
+}
+
+// Search runs req over the root (see sandbox.Searcher).
+func (s *FS) Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+	return s.SearchHiding(ctx, req, nil)
+}
+
+// SearchHiding is Search leaving out the paths hide names (a policy's
+// denied paths), when hide is not nil: they are neither listed nor read.
+func (s *FS) SearchHiding(ctx context.Context, req sandbox.SearchRequest, hide func(rel string) bool) (sandbox.SearchResult, error) {
+	done, err := s.begin(ctx)
+	if err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	defer done()
+	if req.Dir == "" {
+		req.Dir = "."
+	}
+	if req.Dir, err = s.resolve("search", req.Dir); err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	if req.Glob, err = sandbox.CleanSearchGlob(s.Root(), req.Glob); err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	if hide != nil && hide(req.Dir) {
+		return sandbox.SearchResult{}, tierkit.PathError("search", req.Dir, fmt.Errorf("denied by the policy: %w", fs.ErrPermission))
+	}
+	return search.Run(ctx, searchFS{root: s.root, hide: hide}, req)
+}
+
+// searchFS is the root as a search walks it: listings through
+// O_DIRECTORY and opens through O_NONBLOCK (a FIFO never blocks), Write's
+// temporary files and hidden paths left out.
+type searchFS struct {
+	root *os.Root
+	hide func(rel string) bool
+}
+
+func (f searchFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	d, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, mapErr("search", name, err)
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
+	return slices.DeleteFunc(ents, func(e fs.DirEntry) bool {
+		return isTemp(e.Name()) || (f.hide != nil && f.hide(path.Join(name, e.Name())))
+	}), err
+}
+
+func (f searchFS) Open(name string) (fs.File, error) {
+	if f.hide != nil && f.hide(name) {
+		return nil, tierkit.PathError("search", name, fs.ErrPermission)
+	}
+	file, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, mapErr("search", name, err)
+	}
+	return file, nil
 }

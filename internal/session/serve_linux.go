@@ -137,6 +137,19 @@ func (s *server) list(ctx context.Context, req wire.Request, passed []*os.File) 
 	return wire.WriteListing(passed[0], ents)
 }
 
+// search writes what the search found, less what the policy denies, into
+// the pipe the host passed.
+func (s *server) search(ctx context.Context, req wire.Request, passed []*os.File) error {
+	if len(passed) != 1 || req.Search == nil {
+		return errors.New("search needs a request and one pipe")
+	}
+	res, err := s.files.SearchHiding(ctx, *req.Search, s.hidden)
+	if err != nil {
+		return err
+	}
+	return wire.WriteSearch(passed[0], res)
+}
+
 func (s *server) handle(req wire.Request, passed []*os.File) {
 	defer CloseFiles(passed)
 	ctx := context.Background()
@@ -161,6 +174,8 @@ func (s *server) handle(req wire.Request, passed []*os.File) {
 		err = s.glob(ctx, req, passed)
 	case "list":
 		err = s.list(ctx, req, passed)
+	case "search":
+		err = s.search(ctx, req, passed)
 	case "mkdir":
 		err = s.files.Mkdir(ctx, req.Path)
 	case "remove":

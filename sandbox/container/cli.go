@@ -404,6 +404,10 @@ func (b cliBackend) list(_ context.Context, rel string) ([]sandbox.FileInfo, err
 	return nil, errNeedsHelper("list", rel)
 }
 
+func (b cliBackend) search(_ context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+	return sandbox.SearchResult{}, errNeedsHelper("search", req.Dir)
+}
+
 func (b cliBackend) mkdir(_ context.Context, rel string) error { return errNeedsHelper("mkdir", rel) }
 
 func (b cliBackend) remove(_ context.Context, rel string, _ bool) error {

@@ -244,6 +244,7 @@ type backend interface {
 	stat(ctx context.Context, rel string) (sandbox.FileInfo, error)
 	glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error)
 	list(ctx context.Context, rel string) ([]sandbox.FileInfo, error)
+	search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error)
 	mkdir(ctx context.Context, rel string) error
 	remove(ctx context.Context, rel string, recursive bool) error
 	rename(ctx context.Context, from, to string) error
@@ -770,6 +771,25 @@ func (s *Sandbox) List(ctx context.Context, p string) ([]sandbox.FileInfo, error
 		return nil, err
 	}
 	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]sandbox.FileInfo, error) { return b.list(ctx, rel) })
+}
+
+// Search runs req inside the container, where the files are, in one
+// call (with the helper only, as List). Dir and an absolute Glob are
+// resolved against the working directory first.
+func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+	dir := req.Dir
+	if dir == "" {
+		dir = "."
+	}
+	rel, err := s.clean("search", dir)
+	if err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	req.Dir = rel
+	if req.Glob, err = sandbox.CleanSearchGlob(s.o.WorkDir, req.Glob); err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	return fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.SearchResult, error) { return b.search(ctx, req) })
 }
 
 // Mkdir creates a directory and its parents inside the container (with

@@ -352,6 +352,14 @@ func (sc *streamConn) list(ctx context.Context, rel string) ([]sandbox.FileInfo,
 	return wire.ReadListing(data)
 }
 
+func (sc *streamConn) search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "search", Search: &req}, wire.MaxAnswerBytes, nil)
+	if err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	return wire.ReadSearch(data)
+}
+
 func (sc *streamConn) mkdir(ctx context.Context, rel string) error {
 	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "mkdir", Path: []byte(rel)}, 0, nil)
 	return err

@@ -420,6 +420,9 @@ func (s *Sandbox) fail(err error) {
 
 // call sends req (with files) and waits for its response.
 func (s *Sandbox) call(ctx context.Context, req wire.Request, files ...*os.File) (wire.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return wire.Response{}, err // a call already cancelled is not made
+	}
 	req.ID = s.nextID.Add(1)
 	ch := make(chan wire.Response, 1)
 	s.mu.Lock()
@@ -588,6 +591,16 @@ func (s *Sandbox) List(ctx context.Context, p string) ([]sandbox.FileInfo, error
 		return nil, err
 	}
 	return wire.ReadListing(data)
+}
+
+// Search runs req inside the sandbox, where the files are (less what the
+// policy denies), in one call; the answer comes through a pipe.
+func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+	data, _, err := s.callWithOutput(ctx, wire.Request{Op: "search", Search: &req}, wire.MaxAnswerBytes)
+	if err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	return wire.ReadSearch(data)
 }
 
 // Mkdir creates a directory and its parents inside the sandbox, if the

@@ -55,6 +55,7 @@ func Run(t *testing.T, newSB Factory, opts Options) {
 	t.Run("Glob", func(t *testing.T) { testGlob(t, fresh(t)) })
 	t.Run("GlobBracesStayInside", func(t *testing.T) { testGlobBracesStayInside(t, fresh(t)) })
 	t.Run("Manage", func(t *testing.T) { testManage(t, fresh) })
+	t.Run("Search", func(t *testing.T) { testSearch(t, fresh(t)) })
 	t.Run("Exec", func(t *testing.T) { testExec(t, fresh(t), opts) })
 	t.Run("Environment", func(t *testing.T) { testEnvironment(t, fresh(t)) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, fresh(t)) })

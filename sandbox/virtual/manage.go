@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/search"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -199,3 +200,23 @@ func (s *Sandbox) Rename(ctx context.Context, from, to string) error {
 // dirOnly reports a path that ends in "/" (the root's aside): it names a
 // directory.
 func dirOnly(p string) bool { return len(p) > 1 && strings.HasSuffix(p, "/") }
+
+// Search runs req over the sandbox's files (see sandbox.Searcher).
+func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+	if req.Dir == "" {
+		req.Dir = "."
+	}
+	var err error
+	if req.Dir, err = s.resolve("search", req.Dir); err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	if req.Glob, err = sandbox.CleanSearchGlob("/", req.Glob); err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx); err != nil {
+		return sandbox.SearchResult{}, err
+	}
+	return search.Run(ctx, memFS{s}, req)
+}
