@@ -74,11 +74,23 @@ type searcher struct {
 	bigMu sync.Mutex  // one large file in memory at a time
 }
 
+// batch is consecutive files of the walk, searched by one worker (one
+// hand-off per file cost more than a small file's search), or (err) the
+// walk's end in error.
+type batch struct {
+	jobs []*job
+	err  error
+	done chan struct{}
+}
+
+// batchSize is the most files in one batch.
+const batchSize = 32
+
 // job is one file to search, or (pre) a result the walker made itself.
 type job struct {
 	path string
 	link bool // a symbolic link: must be opened to know it is a file
-	done chan struct{}
+	pre  bool
 
 	// The result.
 	err      error
@@ -168,8 +180,14 @@ func readAll(f fs.File, size int64, buf []byte) ([]byte, error) {
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}
+		want := cap(buf) - len(buf)
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if err == nil && n < want && size > 0 && int64(len(buf)) >= size {
+			// A short read of a regular file is its end: this saves
+			// the read that would say so, a system call per file.
+			err = io.EOF
+		}
 		if err == io.EOF {
 			if len(buf) > sandbox.MaxFileSize {
 				return buf, sandbox.ErrTooLarge
@@ -381,15 +399,19 @@ func (c *collector) result() (sandbox.SearchResult, error) {
 func (s *searcher) walk(c *collector) (sandbox.SearchResult, error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	queue := make(chan *job, 512) // in walk order, to the collector
-	work := make(chan *job, 64)   // to the workers
+	queue := make(chan *batch, 64) // in walk order, to the collector
+	work := make(chan *batch, 8)   // to the workers
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			var sc scratch
-			for j := range work {
-				s.search(j, &sc)
-				close(j.done)
+			for b := range work {
+				for _, j := range b.jobs {
+					if !j.pre {
+						s.search(j, &sc)
+					}
+				}
+				close(b.done)
 			}
 		})
 	}
@@ -397,21 +419,28 @@ func (s *searcher) walk(c *collector) (sandbox.SearchResult, error) {
 	wg.Go(func() {
 		defer close(work)
 		defer close(queue)
-		if err := w.run(); err != nil {
-			w.send(&job{err: err})
+		err := w.run()
+		if w.flush() && err != nil {
+			w.send(&batch{err: err})
 		}
 	})
 	var err error
-	for j := range queue {
+collect:
+	for b := range queue {
 		select {
-		case <-j.done:
+		case <-b.done:
 		case <-s.ctx.Done():
 		}
 		if err = s.ctx.Err(); err != nil {
 			break
 		}
-		if err = c.add(j); err != nil || c.stop {
-			break
+		if b.err != nil {
+			b.jobs = []*job{{err: b.err}}
+		}
+		for _, j := range b.jobs {
+			if err = c.add(j); err != nil || c.stop {
+				break collect
+			}
 		}
 	}
 	cancel()
@@ -426,28 +455,47 @@ func (s *searcher) walk(c *collector) (sandbox.SearchResult, error) {
 type walker struct {
 	s           *searcher
 	ctx         context.Context
-	queue, work chan *job
+	queue, work chan *batch
 	budget      int
+	pending     []*job // the next batch
 }
 
-// send queues j (and, unless it is a walker's own result, hands it to a
-// worker).
-func (w *walker) send(j *job) bool {
-	pre := j.done == nil
-	if pre {
-		j.done = make(chan struct{})
-		close(j.done)
+// add appends j to the next batch, sending it when full; false means the
+// search is over.
+func (w *walker) add(j *job) bool {
+	w.pending = append(w.pending, j)
+	if len(w.pending) < batchSize {
+		return true
+	}
+	return w.flush()
+}
+
+// flush sends the pending batch, if any.
+func (w *walker) flush() bool {
+	if len(w.pending) == 0 {
+		return true
+	}
+	b := &batch{jobs: w.pending}
+	w.pending = nil
+	return w.send(b)
+}
+
+// send queues b and hands it to a worker (an error needs none).
+func (w *walker) send(b *batch) bool {
+	b.done = make(chan struct{})
+	if b.err != nil {
+		close(b.done)
 	}
 	select {
-	case w.queue <- j:
+	case w.queue <- b:
 	case <-w.ctx.Done():
 		return false
 	}
-	if !pre {
+	if b.err == nil {
 		select {
-		case w.work <- j:
+		case w.work <- b:
 		case <-w.ctx.Done():
-			close(j.done) // the collector stopped waiting, or will see ctx
+			close(b.done) // the collector stopped waiting, or will see ctx
 			return false
 		}
 	}
@@ -651,7 +699,7 @@ func (w *walker) dir(dir string, ents []fs.DirEntry, ign *ignores) error {
 				if errors.Is(err, errBudget) || w.ctx.Err() != nil {
 					return err
 				}
-				if !w.send(&job{skipped: 1}) { // cannot be listed
+				if !w.add(&job{pre: true, skipped: 1}) { // cannot be listed
 					return w.ctx.Err()
 				}
 				continue
@@ -663,7 +711,7 @@ func (w *walker) dir(dir string, ents []fs.DirEntry, ign *ignores) error {
 			if !w.s.sel.match(p) || (!inc && ign.ignored(p, false)) {
 				continue
 			}
-			if !w.send(&job{path: p, link: !t.IsRegular(), done: make(chan struct{})}) {
+			if !w.add(&job{path: p, link: !t.IsRegular()}) {
 				return w.ctx.Err()
 			}
 		}

@@ -37,7 +37,24 @@ func (r *rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return f.ReadDir(-1)
+	// A directory opened in an os.Root lists with an fstatat per entry
+	// (os.newUnixDirent); a duplicate of its descriptor outside the Root
+	// lists with the dirents' own types (and fstatat on the descriptor,
+	// never a path, where a file system gives none).
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	if cerr := sc.Control(func(s uintptr) { fd, err = syscall.Dup(int(s)) }); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(fd), name)
+	defer d.Close()
+	return d.ReadDir(-1)
 }
 
 func (r *rootFS) Open(name string) (fs.File, error) {
