@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/config"
 )
@@ -19,4 +20,12 @@ func OpenForTest(t testing.TB, s config.Settings) Config {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return Config{Tools: b.Tools, StorePath: b.StorePath}
+}
+
+// SetProgressTimes shortens the progress notifications' intervals for a
+// test: at least one every every, at most one per gap.
+func SetProgressTimes(t testing.TB, every, gap time.Duration) {
+	oldEvery, oldGap := progressEvery, progressGap
+	progressEvery, progressGap = every, gap
+	t.Cleanup(func() { progressEvery, progressGap = oldEvery, oldGap })
 }

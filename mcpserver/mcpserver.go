@@ -22,12 +22,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hutchsandbox/hutch/permission"
@@ -46,7 +46,8 @@ type Config struct {
 	// Version is reported to clients.
 	Version string
 
-	stop *stopper // set by ServeStdio and ServeHTTP: calls end when they stop
+	stop      *stopper // set by ServeStdio and ServeHTTP: calls end when they stop
+	sessionID string   // set by Handler: the id of the one HTTP session this server is for
 }
 
 // stopper ends the tool calls of a server that stops, and waits for them:
@@ -82,6 +83,12 @@ func (s *stopper) wait() {
 
 // New returns an MCP server with hutch's tools, for one session (stdio) or
 // as the template of every session (HTTP builds one per session).
+//
+// It declares exactly what it serves: tools, whose list never changes in a
+// session (no listChanged). The SDK would answer prompts, resources,
+// logging and completion requests whatever is declared (empty lists, a
+// level it never uses); hutch has none of them, so those methods get
+// "method not found" like any other it does not serve.
 func New(cfg Config) (*mcp.Server, error) {
 	ts, err := tool.New(cfg.Tools)
 	if err != nil {
@@ -91,15 +98,64 @@ func New(cfg Config) (*mcp.Server, error) {
 	if version == "" {
 		version = "devel"
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "hutch", Version: version}, &mcp.ServerOptions{
-		Instructions: instructions(cfg.Tools),
-		Capabilities: &mcp.ServerCapabilities{},
-	})
+	tools := ts.Tools()
+	opts := &mcp.ServerOptions{
+		Instructions: instructions(cfg.Tools, tools),
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	}
+	if id := cfg.sessionID; id != "" {
+		opts.GetSessionID = func() string { return id }
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hutch", Version: version}, opts)
+	srv.AddReceivingMiddleware(undeclared)
 	calls := make(chan struct{}, MaxCallsInFlight)
-	for _, t := range ts.Tools() {
-		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, handler(ts, t.Name, cfg.StorePath, calls, cfg.stop))
+	for _, t := range tools {
+		srv.AddTool(mcpTool(t), handler(ts, t, cfg.StorePath, calls, cfg.stop))
 	}
 	return srv, nil
+}
+
+// mcpTool is t as MCP lists it: its title, its hints as annotations (each
+// set explicitly: MCP's defaults for absent hints are the cautious ones,
+// destructive and open-world), and its output schema when it answers in
+// structure.
+func mcpTool(t tool.Tool) *mcp.Tool {
+	mt := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
+		Annotations: &mcp.ToolAnnotations{
+			Title:           t.Title,
+			ReadOnlyHint:    t.Hints.ReadOnly,
+			DestructiveHint: ptr(t.Hints.Destructive),
+			IdempotentHint:  t.Hints.Idempotent,
+			OpenWorldHint:   ptr(t.Hints.OpenWorld),
+		},
+	}
+	if t.OutputSchema != nil {
+		mt.OutputSchema = t.OutputSchema
+	}
+	return mt
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// undeclared answers the methods of features hutch does not declare with
+// "method not found", and gives every error of the others a JSON-RPC code.
+func undeclared(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if feature, ok := undeclaredMethods[method]; ok {
+			e := methodNotFound(method)
+			e.Message += fmt.Sprintf(" (hutch serves tools only; it declares no %s)", feature)
+			return nil, e
+		}
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return nil, wireError(err)
+		}
+		return res, nil
+	}
 }
 
 // MaxCallsInFlight bounds the tool calls one session runs at once (the
@@ -108,17 +164,49 @@ func New(cfg Config) (*mcp.Server, error) {
 // their turn, or their cancellation.
 const MaxCallsInFlight = 16
 
-// instructions tells the model where its tools act and what they may do.
-func instructions(o tool.Options) string {
+// instructions tells the model where its tools act, what each offered
+// family of tools can do, and what the permission mode lets them do. It is
+// made from the tools offered, not from the mode: a sentence of the
+// sandbox's own about its shell is left out when no tool runs commands.
+func instructions(o tool.Options, tools []tool.Tool) string {
+	byCap := map[permission.Capability][]string{}
+	for _, t := range tools {
+		byCap[t.Capability] = append(byCap[t.Capability], t.Name)
+	}
 	var parts []string
 	if s := o.Sandbox.Instructions(); s != "" {
+		if len(byCap[permission.Shell]) == 0 {
+			s = withoutShell(s)
+		}
 		parts = append(parts, s)
 	} else {
-		parts = append(parts, "Your files live in an in-memory sandbox; nothing on the host is reachable and there is no shell.")
+		parts = append(parts, "Your files live in an in-memory sandbox; nothing on the host is reachable.")
 	}
+	list := func(names []string) string { return strings.Join(names, ", ") }
+	var offered []string
+	for _, f := range toolFamilies {
+		var names []string
+		for _, c := range f.caps {
+			names = append(names, byCap[c]...)
+			delete(byCap, c)
+		}
+		if len(names) > 0 {
+			offered = append(offered, f.what+" ("+list(names)+")")
+		}
+	}
+	var rest []string
+	for _, t := range tools {
+		if _, ok := byCap[t.Capability]; ok {
+			rest = append(rest, t.Name)
+		}
+	}
+	if len(rest) > 0 {
+		offered = append(offered, "other tools ("+list(rest)+")")
+	}
+	parts = append(parts, "Your tools: "+strings.Join(offered, "; ")+".")
 	switch o.Gate.Mode() {
 	case permission.ReadOnly:
-		parts = append(parts, "Permission mode read_only: reading and listing files is allowed; other actions only where explicitly granted.")
+		parts = append(parts, "Permission mode read_only: the tools listed act without asking; tools that change files or run commands are offered only where explicitly granted.")
 	case permission.Auto:
 		parts = append(parts, "Permission mode auto: every offered tool may act without asking.")
 	case permission.Ask:
@@ -129,13 +217,51 @@ func instructions(o tool.Options) string {
 	return strings.Join(parts, "\n")
 }
 
-func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}, stop *stopper) mcp.ToolHandler {
+// toolFamilies says what each family of tools can do, in the order the
+// instructions list them; a family is the tools that need one capability
+// (or a few alike).
+var toolFamilies = []struct {
+	caps []permission.Capability
+	what string
+}{
+	{[]permission.Capability{permission.Read, permission.Glob}, "read and find files"},
+	{[]permission.Capability{permission.Write}, "create and change files"},
+	{[]permission.Capability{permission.Shell}, "run shell commands in the sandbox"},
+	{[]permission.Capability{permission.Code}, "run code in a fresh sandbox of its own per call"},
+	{[]permission.Capability{permission.Fetch}, "fetch URLs from the allowed hosts"},
+	{[]permission.Capability{permission.Search}, "search the web"},
+}
+
+// withoutShell drops the sentences and clauses of a sandbox's
+// instructions that speak of its shell, for a session offering none.
+func withoutShell(s string) string {
+	var kept []string
+	for _, sentence := range strings.SplitAfter(s, ". ") {
+		var clauses []string
+		for _, c := range strings.Split(strings.TrimSpace(sentence), "; ") {
+			if !strings.Contains(strings.ToLower(c), "shell") {
+				clauses = append(clauses, c)
+			}
+		}
+		if len(clauses) > 0 {
+			c := strings.Join(clauses, "; ")
+			if !strings.HasSuffix(c, ".") {
+				c += "."
+			}
+			kept = append(kept, c)
+		}
+	}
+	return strings.Join(kept, " ")
+}
+
+func handler(ts *tool.Toolset, t tool.Tool, storePath string, calls chan struct{}, stop *stopper) mcp.ToolHandler {
+	name, structured := t.Name, t.OutputSchema != nil
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		if stop != nil {
 			var done func()
 			var ok bool
 			if ctx, done, ok = stop.start(ctx); !ok {
-				return nil, errors.New("the server is stopping")
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is stopping"}
 			}
 			defer done()
 		}
@@ -143,7 +269,7 @@ func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}, stop
 		case calls <- struct{}{}:
 			defer func() { <-calls }()
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call ended before it started: " + context.Cause(ctx).Error()}
 		}
 		// A bug in a tool must cost one call, never the server: the SDK
 		// does not recover handler panics.
@@ -153,6 +279,11 @@ func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}, stop
 			}
 		}()
 		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
+		if token := req.Params.GetProgressToken(); token != nil {
+			p := startProgress(ctx, req.Session, token)
+			defer p.stop()
+			ctx = tool.WithProgress(ctx, p.report)
+		}
 		if len(req.Params.InputResponses) > 0 {
 			ans, err := readAnswer(req.Params.RequestState, req.Params.InputResponses[askInputID])
 			if err != nil {
@@ -169,10 +300,12 @@ func handler(ts *tool.Toolset, name, storePath string, calls chan struct{}, stop
 		case errors.As(cerr, &ar):
 			return textResult(approvalText(ar, storePath), true), nil
 		case cerr != nil:
-			return nil, cerr
+			// Only an ended context: a cancelled call (whose response the
+			// transport drops) or a stopping server.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call was stopped: " + cerr.Error()}
 		}
 		res = textResult(out.Text, out.IsError)
-		if out.Data != nil {
+		if structured && !out.IsError && out.Data != nil {
 			res.StructuredContent = out.Data
 		}
 		for _, f := range out.Files {
@@ -411,99 +544,4 @@ func ServeStdio(ctx context.Context, cfg Config) error {
 		cfg.stop.wait()
 	}
 	return err
-}
-
-// Handler serves the streamable HTTP transport; each session gets its own
-// toolset. Requests through a localhost address with a foreign Host header
-// (DNS rebinding) and cross-origin browser requests are refused.
-//
-// Sessions are bounded: one with no request for SessionIdle is closed (a
-// client that comes back starts a new one), and while MaxSessions are
-// open a new one is refused (503) with a line saying so.
-func Handler(cfg Config) (http.Handler, error) {
-	// The SDK asks for a server on every request (also to check the
-	// protocol version), not only for a new session: a server with its own
-	// toolset is made once per new session, here, and handed to the SDK
-	// through the request's context; every other request gets template.
-	template, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	var open openSessions
-	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		if srv, ok := r.Context().Value(newServerKey{}).(*mcp.Server); ok {
-			return srv
-		}
-		return template
-	}, &mcp.StreamableHTTPOptions{SessionTimeout: SessionIdle})
-	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			if !open.reserve() {
-				http.Error(w, fmt.Sprintf("hutch: %d MCP sessions are open, the most it serves at once: end one (DELETE) or wait until an idle one closes (after %v)", MaxSessions, SessionIdle), http.StatusServiceUnavailable)
-				return
-			}
-			srv, err := New(cfg)
-			if err != nil { // cannot happen after the check above
-				open.started(nil)
-				http.Error(w, "hutch: "+err.Error(), http.StatusInternalServerError)
-				return
-			}
-			defer open.started(srv) // its session, if any, exists by then
-			r = r.WithContext(context.WithValue(r.Context(), newServerKey{}, srv))
-		}
-		h.ServeHTTP(w, r)
-	})
-	return http.NewCrossOriginProtection().Handler(limited), nil
-}
-
-// SessionIdle and MaxSessions bound the HTTP transport's sessions, each a
-// toolset with its own memory (see Handler).
-const (
-	SessionIdle = 30 * time.Minute
-	MaxSessions = 256
-)
-
-// newServerKey holds, in a new session's request, the server made for it.
-type newServerKey struct{}
-
-// openSessions counts the HTTP sessions open, and those being started:
-// reserve counts one in and refuses past MaxSessions in one step, so
-// initializes arriving together cannot all pass a check made before any
-// of them has its session.
-type openSessions struct {
-	mu       sync.Mutex
-	servers  []*mcp.Server // of requests that ended: kept while they have a session
-	starting int
-}
-
-// reserve counts a new session in, unless MaxSessions are open or being
-// started; started must follow it.
-func (o *openSessions) reserve() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	kept := o.servers[:0]
-	for _, s := range o.servers {
-		for range s.Sessions() {
-			kept = append(kept, s)
-			break
-		}
-	}
-	clear(o.servers[len(kept):])
-	o.servers = kept
-	if len(kept)+o.starting >= MaxSessions {
-		return false
-	}
-	o.starting++
-	return true
-}
-
-// started ends a reserve, once the request that made s (nil: none) has
-// been served.
-func (o *openSessions) started(s *mcp.Server) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.starting--
-	if s != nil {
-		o.servers = append(o.servers, s)
-	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/hutchsandbox/hutch/mcpserver"
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/tool"
 )
 
 var bg = context.Background()
@@ -829,6 +830,110 @@ func TestConcurrentInitializeKeepsSessionCap(t *testing.T) {
 	for range 5 {
 		if n := attempt(); n > mcpserver.MaxSessions {
 			t.Fatalf("%d sessions open (none ended), cap %d", n, mcpserver.MaxSessions)
+		}
+	}
+}
+
+// The server declares exactly what it serves: tools, without listChanged
+// (the list never changes in a session), and no resources, prompts,
+// logging or completions (their methods are "method not found":
+// TestUnknownMethodIsMethodNotFound).
+func TestCapabilitiesAreWhatIsServed(t *testing.T) {
+	cs := connect(t, config.Settings{Tier: "virtual"}, nil)
+	c := cs.InitializeResult().Capabilities
+	if c.Tools == nil || c.Tools.ListChanged {
+		t.Errorf("tools capability %+v, want {} (no listChanged)", c.Tools)
+	}
+	//lint:ignore SA1019 that no logging is declared is what is tested
+	if c.Resources != nil || c.Prompts != nil || c.Logging != nil || c.Completions != nil {
+		t.Errorf("declared beyond tools: %+v", c)
+	}
+}
+
+// Every tool is listed with its title, its hints as annotations (each
+// set), and an output schema exactly when it answers in structure; such a
+// tool's successful results carry structuredContent, and no other result
+// does (read_file answers in text, an error never has it).
+func TestToolsCarryTitlesAnnotationsAndSchemas(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := config.Settings{Tier: "local", Root: dir, Mode: "auto"}
+	cfg := mcpserver.OpenForTest(t, s)
+	ts, err := tool.New(cfg.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]tool.Tool{}
+	for _, tl := range ts.Tools() {
+		want[tl.Name] = tl
+	}
+	cs := connectConfig(t, cfg, nil)
+	res, err := cs.ListTools(bg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range res.Tools {
+		w := want[got.Name]
+		a := got.Annotations
+		switch {
+		case got.Title == "" || got.Title != w.Title:
+			t.Errorf("%s: title %q, want %q", got.Name, got.Title, w.Title)
+		case a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil:
+			t.Errorf("%s: annotations %+v, want every hint set", got.Name, a)
+		case a.ReadOnlyHint != w.Hints.ReadOnly || *a.DestructiveHint != w.Hints.Destructive ||
+			a.IdempotentHint != w.Hints.Idempotent || *a.OpenWorldHint != w.Hints.OpenWorld:
+			t.Errorf("%s: annotations %+v, want %+v", got.Name, *a, w.Hints)
+		case (got.OutputSchema != nil) != (w.OutputSchema != nil):
+			t.Errorf("%s: output schema %v, want one: %v", got.Name, got.OutputSchema, w.OutputSchema != nil)
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		args       map[string]any
+		structured bool
+	}{
+		{"read_file", map[string]any{"path": "a.txt"}, false},
+		{"glob", map[string]any{"pattern": "*.txt"}, true},
+		{"shell", map[string]any{"command": "echo hi"}, true},
+		{"shell", map[string]any{"command": 5}, false}, // an error result
+		{"read_file", map[string]any{"path": "missing.txt"}, false},
+	} {
+		res, err := cs.CallTool(bg, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.StructuredContent != nil; got != c.structured {
+			t.Errorf("%s %v: structuredContent %v (isError %v), want it: %v", c.name, c.args, res.StructuredContent, res.IsError, c.structured)
+		}
+	}
+}
+
+// The instructions describe the tools offered, family by family, and
+// nothing that is not: a read_only session on the local tier has no
+// shell, so nothing in them speaks of one.
+func TestInstructionsDescribeTheOfferedTools(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		s           config.Settings
+		has, hasNot []string
+	}{
+		{config.Settings{Tier: "local", Root: dir}, []string{"read and find files", "read_file", "Permission mode read_only"}, []string{"shell", "create and change files"}},
+		{config.Settings{Tier: "local", Root: dir, Mode: "auto"}, []string{"run shell commands", "the shell is not confined", "create and change files", "write_file"}, nil},
+		{config.Settings{Tier: "virtual"}, []string{"in-memory", "read_file"}, []string{"shell"}},
+	}
+	for _, c := range cases {
+		in := connect(t, c.s, nil).InitializeResult().Instructions
+		for _, w := range c.has {
+			if !strings.Contains(in, w) {
+				t.Errorf("%s/%s: instructions %q lack %q", c.s.Tier, c.s.Mode, in, w)
+			}
+		}
+		for _, w := range c.hasNot {
+			if strings.Contains(in, w) {
+				t.Errorf("%s/%s: instructions %q speak of %q", c.s.Tier, c.s.Mode, in, w)
+			}
 		}
 	}
 }

@@ -89,6 +89,8 @@ type lineConn struct {
 	wmu sync.Mutex // one message per line: the SDK's writes and error replies take turns
 	out io.Writer
 	buf []byte
+
+	wire wire // the negotiated version, cancelled requests
 }
 
 func (c *lineConn) readLoop(in io.Reader, limit int) {
@@ -148,6 +150,18 @@ func (c *lineConn) decodeLine(line []byte) []jsonrpc.Message {
 	}
 	if len(raws) == 0 {
 		c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch")
+		return nil
+	}
+	if v := c.wire.negotiated(); !batchAllowed(v) {
+		e := batchRefusal(v)
+		ids := batchCallIDs(raws)
+		for _, id := range ids {
+			c.reply(id, e.Code, e.Message)
+		}
+		if len(ids) == 0 {
+			c.reply(nil, e.Code, e.Message)
+		}
+		return nil
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	for _, raw := range raws {
@@ -195,6 +209,26 @@ func plainRequest(f map[string]json.RawMessage) (*jsonrpc.Request, bool) {
 	return &jsonrpc.Request{ID: id, Method: method, Params: f["params"]}, true
 }
 
+// batchCallIDs are the ids of the requests in a batch that have one (as
+// the JSON values to echo).
+func batchCallIDs(raws []json.RawMessage) []any {
+	var ids []any
+	for _, raw := range raws {
+		var m struct {
+			Method *string `json:"method"`
+			ID     any     `json:"id"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Method == nil {
+			continue
+		}
+		switch m.ID.(type) {
+		case string, float64:
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
 func (c *lineConn) deliver(r readResult) bool {
 	select {
 	case c.incoming <- r:
@@ -208,6 +242,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if len(c.queue) > 0 {
 		m := c.queue[0]
 		c.queue = c.queue[1:]
+		c.wire.received(m)
 		return m, nil
 	}
 	select {
@@ -220,11 +255,23 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, r.err
 		}
 		c.queue = r.msgs[1:]
+		c.wire.received(r.msgs[0])
 		return r.msgs[0], nil
 	}
 }
 
+// Write sends m on its own line; a response to a request the client
+// cancelled is dropped, and an error without a JSON-RPC code gets one.
 func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
+	if r, ok := m.(*jsonrpc.Response); ok {
+		drop, fixed := c.wire.sending(r)
+		if drop {
+			return nil
+		}
+		if fixed != nil {
+			m = &jsonrpc.Response{ID: r.ID, Error: fixed}
+		}
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var err error

@@ -78,14 +78,17 @@ func TestLineTransport(t *testing.T) {
 	if m["id"] != float64(2) || res == nil || !strings.Contains(func() string { b, _ := json.Marshal(res); return string(b) }(), `"text":"hello"`) {
 		t.Fatalf("read_file: %v", m)
 	}
-	// A batch (older protocol versions) is split into its messages.
+	// A batch under a version without batches is refused, each request
+	// in it answered with an error (TestBatchesFollowTheVersion has the
+	// rest).
 	io.WriteString(in, `[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]`+"\n")
 	ids := map[float64]bool{}
 	for range 2 {
-		ids[readMsg(t, out)["id"].(float64)] = true
+		m := readMsg(t, out)
+		ids[m["id"].(float64)] = m["error"] != nil
 	}
 	if !ids[3] || !ids[4] {
-		t.Errorf("batch answers: %v", ids)
+		t.Errorf("batch answers (id: is an error): %v", ids)
 	}
 	// A malformed line gets an error reply; the session goes on.
 	io.WriteString(in, "{not json\n"+`{"jsonrpc":"2.0","id":5,"method":"ping"}`+"\n")
@@ -147,7 +150,6 @@ func TestLineTransportMalformed(t *testing.T) {
 		// A malformed response is answered without its id, which is one
 		// of the server's own.
 		{`{"jsonrpc":"2.0","id":8,"error":"bad"}`, []reply{{invalid, nil}}},
-		{`[1,2]`, []reply{{invalid, nil}, {invalid, nil}}},
 	}
 	for i, c := range cases {
 		ping := 100 + i
@@ -166,7 +168,17 @@ func TestLineTransportMalformed(t *testing.T) {
 			t.Fatalf("%s: the ping after it got %v", c.line, m)
 		}
 	}
-	// A batch's valid messages are answered, its others get errors.
+	// Under 2025-03-26, the one version with batches, a batch's valid
+	// messages are answered and its others get errors.
+	in, out, _ = serveLinesWith(t, config.Settings{Tier: "virtual"}, 0)
+	io.WriteString(in, strings.Replace(initMsg, "2025-06-18", "2025-03-26", 1)+"\n")
+	readMsg(t, out)
+	io.WriteString(in, `[1,2]`+"\n")
+	for range 2 {
+		if m := readMsg(t, out); m["id"] != nil || m["error"].(map[string]any)["code"] != float64(invalid) {
+			t.Errorf("[1,2]: %v", m)
+		}
+	}
 	io.WriteString(in, `[{"jsonrpc":"2.0","id":200,"method":"ping"},{"jsonrpc":"2.0","id":201,"method":7}]`+"\n")
 	got := map[float64]bool{}
 	for range 2 {
