@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -180,14 +179,9 @@ func serveOpen(ctx context.Context, b *config.Built, addr, token, tokenNote stri
 	}
 	cfg := mcpserver.Config{Tools: b.Tools, StorePath: b.StorePath, Version: version()}
 	if addr == "" {
-		// One client, one request at a time, each crossing several
-		// goroutines inside the SDK: on one scheduler thread those
-		// hand-offs cost no thread wake-ups (read_file round trips about
-		// 30% faster here). Tools still run blocking work (commands, file
-		// system calls) on threads of their own.
-		if os.Getenv("GOMAXPROCS") == "" {
-			runtime.GOMAXPROCS(1)
-		}
+		// GOMAXPROCS is left as the runtime sets it: clients send calls
+		// in parallel (four globs at once, a read during a glob), and one
+		// scheduler thread made them take turns.
 		return mcpserver.ServeStdio(ctx, cfg)
 	}
 	return mcpserver.ServeHTTP(ctx, cfg, addr, token, logw)
