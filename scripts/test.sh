@@ -140,7 +140,13 @@ for pkg in $(go list ./...); do
   done
 done
 
-echo "== MCP end to end (official TypeScript client, e2e/)"
+# e2e/: the official TypeScript client over stdio and HTTP (long calls kept
+# alive by progress among them), the MCP conformance suite against
+# hutch mcp --http (conformance.test.mjs) and the MCP Inspector's CLI
+# driving every tool (inspector.test.mjs, arguments in e2e/tool-args.mjs);
+# npm ci installs all three from e2e/package-lock.json. Nothing there
+# skips: a missing component fails the run.
+echo "== MCP end to end (official TypeScript client, conformance suite, Inspector CLI: e2e/)"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "== installing nodejs npm"
   as_root apt-get update -qq
