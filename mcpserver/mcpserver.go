@@ -8,8 +8,10 @@
 // (so the read-before-write guard is per session) over the one sandbox and
 // permission gate given in Config. Tools are listed by the offering rules of package tool; a tool
 // the agent could never use is not listed. Results carry text content and,
-// for JSON-shaped results, structuredContent; refused and failed calls set
-// isError. In ask mode the gate asks the human through MCP elicitation
+// for tools with an output schema, structuredContent; refused and failed
+// calls set isError (and carry no structuredContent). A call whose request
+// has a progress token gets progress notifications while it runs (see
+// progress.go); a cancelled call gets no response (see wire.go). In ask mode the gate asks the human through MCP elicitation
 // (see Asker); in approve mode an undecided call gets an error result
 // naming the pending request and the command that approves it.
 package mcpserver

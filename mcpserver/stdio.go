@@ -64,7 +64,9 @@ func pollable(f *os.File) *os.File {
 // Close. A line that is no JSON-RPC message does not end it: it gets an
 // error reply, as JSON-RPC 2.0 says (-32700 for a line that is not JSON,
 // -32600 for JSON that is no valid message, and for a line longer than
-// the limit, which is discarded unread), and reading goes on.
+// the limit, which is discarded unread), and reading goes on. A batch
+// (a JSON array) is served only under the protocol version that has
+// batches (see batchAllowed), else refused whole.
 func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	limit := t.Limit
 	if limit <= 0 {
