@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // catalog returns every tool, in the order they are offered. It is built
@@ -29,16 +30,43 @@ var catalog = sync.OnceValue(func() []Tool {
 			call:       readFile,
 		},
 		{
-			Name:        "glob",
-			Description: `List files matching a glob pattern ("**/*.go", "src/*.ts"). "**" crosses directories, "*" does not. A pattern ending in "/" lists directories instead of files. Results are relative to the sandbox root, sorted.`,
+			Name: "glob",
+			Description: `List files matching a glob pattern ("**/*.go", "src/*.ts"). "**" crosses directories, "*" does not. A pattern ending in "/" lists directories instead of files. ` +
+				`Results are relative to the sandbox root, sorted, at most 100000 bytes of names (more says how many were left out). ` +
+				`Files that .gitignore files name, and .git, are skipped unless include_ignored is true.`,
 			InputSchema: schema([]string{"pattern"}, map[string]map[string]any{
-				"pattern": str("glob pattern, relative to the sandbox root"),
+				"pattern":         str("glob pattern, relative to the sandbox root"),
+				"include_ignored": {"type": "boolean", "description": "also list what .gitignore files name"},
 			}),
 			Capability:   permission.Glob,
 			Title:        "Find files",
 			Hints:        Hints{ReadOnly: true, Idempotent: true},
 			OutputSchema: outputSchema[GlobResult](),
 			call:         globFiles,
+		},
+		{
+			Name:  "grep",
+			Title: "Search file contents",
+			Description: fmt.Sprintf("Search file contents for a regular expression (Go RE2 syntax: no backreferences or lookaround; literal: true for plain text), line by line like grep -n. "+
+				"path narrows to a directory or file; glob selects files (\"*.go\" matches at any depth, \"src/**/*.ts\" under src). "+
+				"Skips binary files, .git, and what .gitignore files name (include_ignored: true searches those too). "+
+				"output: content (default: matching lines with line numbers and context lines), files (matching paths) or count (matches per file). "+
+				"At most limit results (default %d, at most %d) and %d KiB of text; more says how many were left out.", sandbox.DefaultSearchLimit, sandbox.MaxSearchLimit, sandbox.MaxSearchBytes>>10),
+			InputSchema: schema([]string{"pattern"}, map[string]map[string]any{
+				"pattern":         str("regular expression (RE2), or plain text with literal"),
+				"path":            str("directory or file to search, relative to the sandbox root (default: the root)"),
+				"glob":            str("which files to search, as a glob pattern"),
+				"ignore_case":     {"type": "boolean", "description": "match letters in either case"},
+				"literal":         {"type": "boolean", "description": "take pattern as plain text"},
+				"context":         map[string]any{"type": "integer", "minimum": 0, "maximum": sandbox.MaxSearchContext, "description": "lines of context before and after each match"},
+				"output":          {"type": "string", "enum": []string{"content", "files", "count"}, "description": "what to report"},
+				"limit":           map[string]any{"type": "integer", "minimum": 1, "maximum": sandbox.MaxSearchLimit, "description": "the most matches (or files) to report"},
+				"include_ignored": {"type": "boolean", "description": "also search what .gitignore files name"},
+			}),
+			OutputSchema: outputSchema[GrepResult](),
+			Hints:        Hints{ReadOnly: true, Idempotent: true},
+			Capability:   permission.Read,
+			call:         grepFiles,
 		},
 		{
 			Name:  "list",

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -389,7 +391,8 @@ func planEdit(ctx context.Context, sb sandbox.Sandbox, a editArgs) (string, int,
 }
 
 type globArgs struct {
-	Pattern string `json:"pattern"`
+	Pattern        string `json:"pattern"`
+	IncludeIgnored bool   `json:"include_ignored,omitempty"`
 }
 
 func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
@@ -406,9 +409,16 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if out, ok, err := ts.gate(ctx, permission.Glob, "glob", a.Pattern, a); !ok {
 		return out, err
 	}
-	files, err := ts.opts.Sandbox.Glob(ctx, a.Pattern)
+	files, more, err := ts.glob(ctx, a)
 	if err != nil {
+		if ctx.Err() != nil {
+			return Output{}, ctx.Err()
+		}
 		return failf("%s", describeErr(err)), nil
+	}
+	if more > 0 {
+		return structured(GlobResult{Files: files, More: more,
+			Note: fmt.Sprintf("%d more matches not shown: narrow the pattern", more)}), nil
 	}
 	// An answer is bounded like a read: the first matches up to
 	// MaxGlobBytes of names, and how many more there are. A whole
@@ -422,6 +432,39 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 		}
 	}
 	return structured(GlobResult{Files: files}), nil
+}
+
+// glob finds the files a glob call asks for: through the sandbox's
+// search, which leaves out what .gitignore files name without walking it,
+// unless the call includes ignored paths, asks for directories or the
+// sandbox cannot search; then through Glob. more counts matches past
+// sandbox.MaxSearchLimit that a search did not return.
+func (ts *Toolset) glob(ctx context.Context, a globArgs) (files []string, more int, err error) {
+	s, ok := ts.opts.Sandbox.(sandbox.Searcher)
+	if a.IncludeIgnored || !ok || !ts.opts.Sandbox.Supports(sandbox.FeatureManage) || strings.HasSuffix(a.Pattern, "/") {
+		files, err = ts.opts.Sandbox.Glob(ctx, a.Pattern)
+		return files, 0, err
+	}
+	pat, err := sandbox.CleanSearchGlob(ts.opts.Sandbox.Root(), a.Pattern)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, _, err := sandbox.CleanPattern("/", pat); err != nil {
+		return nil, 0, &fs.PathError{Op: "glob", Path: a.Pattern, Err: err}
+	}
+	res, err := s.Search(ctx, sandbox.SearchRequest{Glob: pat, Mode: sandbox.SearchFiles, Limit: sandbox.MaxSearchLimit})
+	if err != nil {
+		return nil, 0, err
+	}
+	// A search takes a pattern without "/" at any depth; glob, at the
+	// root only: keep what the pattern itself matches.
+	files = make([]string, 0, len(res.Files))
+	for _, f := range res.Files {
+		if ok, _ := doublestar.Match(pat, f.Path); ok {
+			files = append(files, f.Path)
+		}
+	}
+	return files, res.More, nil
 }
 
 // GlobResult is the glob tool's structured result.

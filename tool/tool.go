@@ -180,6 +180,10 @@ func (ts *Toolset) offer() []Tool {
 			if !manage || g.NeverAllows(permission.Read) {
 				continue
 			}
+		case "grep":
+			if _, ok := ts.opts.Sandbox.(sandbox.Searcher); !ok || !manage || g.NeverAllows(permission.Read) {
+				continue
+			}
 		case "move", "delete", "mkdir":
 			if !manage || g.NeverAllows(permission.Write) {
 				continue

@@ -93,7 +93,7 @@ func TestOffering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reads := []string{"read_file", "glob", "list"}
+	reads := []string{"read_file", "glob", "grep", "list"}
 	writes := []string{"write_file", "edit_file", "move", "delete", "mkdir"}
 	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	shell := []string{"shell", "process_output", "process_input", "process_kill", "process_list"}
