@@ -16,13 +16,16 @@ var catalog = sync.OnceValue(func() []Tool {
 	return []Tool{
 		{
 			Name: "read_file",
-			Description: "Read a text file inside the sandbox. Paths are relative to the sandbox root. " +
-				"Optional offset (1-based first line) and limit (number of lines) select a window. " +
-				"At most 200000 bytes are returned; binary files are reported, not shown.",
-			InputSchema: schema([]string{"path"}, map[string]map[string]any{
-				"path":   str("file path, relative to the sandbox root"),
-				"offset": integer("first line to return, counting from 1", 1),
-				"limit":  integer("how many lines to return", 1),
+			Description: fmt.Sprintf("Read a file inside the sandbox (path), or up to %d files (paths), each under a ==> path <== header. Paths are relative to the sandbox root. "+
+				"offset (first line, counting from 1; negative counts from the end: -20 is the last 20 lines) and limit (number of lines) select a window; line_numbers prefixes each line with its number. "+
+				"At most %d bytes are returned in all, with a note saying how to read on. Text that is not UTF-8 is shown with U+FFFD for the bytes that are not, and says so. "+
+				"PNG, JPEG, GIF and WebP images up to %d bytes come back as images; other binary files (a NUL byte near the start) are described, not shown.", MaxReadPaths, MaxReadBytes, MaxImageBytes),
+			InputSchema: schema(nil, map[string]map[string]any{
+				"path":         str("file path, relative to the sandbox root"),
+				"paths":        {"type": "array", "items": map[string]any{"type": "string"}, "maxItems": MaxReadPaths, "description": "several file paths to read in one call (instead of path)"},
+				"offset":       {"type": "integer", "description": "first line to return, counting from 1; negative: that many lines from the end"},
+				"limit":        integer("how many lines to return", 1),
+				"line_numbers": {"type": "boolean", "description": "prefix each line with its number"},
 			}),
 			Capability: permission.Read,
 			Title:      "Read file",

@@ -12,7 +12,7 @@ import (
 // wholeWindow is lineWindow as it was before it streamed: the file read
 // whole, the window cut from it. The streaming one must answer alike.
 func wholeWindow(data []byte, offset, limit int) (string, bool) {
-	if isBinary(data) {
+	if hasNUL(data) || isImage(data) {
 		return "", true
 	}
 	lines := bytes.Count(data, []byte{'\n'})
@@ -83,5 +83,63 @@ func FuzzLineWindow(f *testing.F) {
 			return // read_file refuses these before
 		}
 		checkWindow(t, data, offset, limit)
+	})
+}
+
+// checkTail: the last n lines of a file small enough to be held whole are
+// the window that starts n lines before its end, as lineWindow shows it.
+func checkTail(t *testing.T, data []byte, n, limit int) {
+	t.Helper()
+	if len(data) > MaxReadBytes/2 || n <= 0 {
+		return
+	}
+	lines := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		lines++
+	}
+	got, first, bin, err := tailWindow(iotest.OneByteReader(bytes.NewReader(data)), n, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines == 0 {
+		if !bin && got != "[the file is empty]" {
+			t.Fatalf("tail of an empty file: %q", got)
+		}
+		return
+	}
+	offset := max(lines-n, 0) + 1
+	want, wantBin, _ := lineWindow(bytes.NewReader(data), offset, limit)
+	if bin != wantBin || (!bin && (got != want || first != offset)) {
+		t.Fatalf("tailWindow(%q, %d, %d) = %q, line %d, %v; want %q, line %d, %v", data, n, limit, got, first, bin, want, offset, wantBin)
+	}
+}
+
+func TestTailWindow(t *testing.T) {
+	for _, c := range []struct {
+		data     string
+		n, limit int
+	}{
+		{"", 1, 0}, {"a", 1, 0}, {"a\n", 1, 0}, {"a\nb\nc", 2, 0}, {"a\nb\nc\n", 2, 1}, {"a\nb\nc\n", 9, 0},
+		{"\n\n\n", 2, 1}, {"a\nb", 1, 1 << 62}, {"x\x00y\n", 1, 0}, {"caf\xe9\n", 1, 0},
+	} {
+		checkTail(t, []byte(c.data), c.n, c.limit)
+	}
+	// Lines over the byte bound: the earliest of the tail are left out,
+	// and the answer says so.
+	long := strings.Repeat("z", MaxReadBytes/2) + "\n"
+	got, first, _, _ := tailWindow(strings.NewReader(long+long+long+"end\n"), 4, 0)
+	if first != 3 || !strings.Contains(got, "showing from line 3") || !strings.HasSuffix(got, "end\n") || len(got) > MaxReadBytes+200 {
+		t.Errorf("an over-long tail: first %d, %d bytes, %.80q", first, len(got), got)
+	}
+}
+
+func FuzzTailWindow(f *testing.F) {
+	f.Add([]byte("a\nb\nc"), 2, 1)
+	f.Add([]byte("\n\n"), 1, 0)
+	f.Fuzz(func(t *testing.T, data []byte, n, limit int) {
+		if n <= 0 || limit < 0 {
+			return
+		}
+		checkTail(t, data, n, limit)
 	})
 }
