@@ -35,6 +35,8 @@ type eventStore struct {
 	max, share int
 	total      int
 	sessions   map[string]*sessionEvents
+	// closed, when set, is told of every session the SDK closed.
+	closed func(sessionID string)
 }
 
 type sessionEvents struct {
@@ -179,10 +181,13 @@ func (s *eventStore) After(_ context.Context, sessionID, streamID string, index 
 // SessionClosed implements mcp.EventStore.
 func (s *eventStore) SessionClosed(_ context.Context, sessionID string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if se := s.sessions[sessionID]; se != nil {
 		s.total -= se.size
 		delete(s.sessions, sessionID)
+	}
+	s.mu.Unlock()
+	if s.closed != nil {
+		s.closed(sessionID)
 	}
 	return nil
 }

@@ -91,10 +91,21 @@ func (s *stopper) wait() {
 // logging and completion requests whatever is declared (empty lists, a
 // level it never uses); hutch has none of them, so those methods get
 // "method not found" like any other it does not serve.
+//
+// The background processes its shell starts live as long as the process
+// does: a front end that ends sessions while it runs on uses ServeStdio
+// or Handler, which end them with the session.
 func New(cfg Config) (*mcp.Server, error) {
+	srv, _, err := newServer(cfg)
+	return srv, err
+}
+
+// newServer is New, with the session's toolset, which its caller closes
+// when the session ends (so the background processes end with it).
+func newServer(cfg Config) (*mcp.Server, *tool.Toolset, error) {
 	ts, err := tool.New(cfg.Tools)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	version := cfg.Version
 	if version == "" {
@@ -114,7 +125,7 @@ func New(cfg Config) (*mcp.Server, error) {
 	for _, t := range tools {
 		srv.AddTool(mcpTool(t), handler(ts, t, cfg.StorePath, calls, cfg.stop))
 	}
-	return srv, nil
+	return srv, ts, nil
 }
 
 // mcpTool is t as MCP lists it: its title, its hints as annotations (each
@@ -537,10 +548,11 @@ func readAnswer(state string, resp mcp.InputResponse) (answer, error) {
 // have returned, with ctx's error.
 func ServeStdio(ctx context.Context, cfg Config) error {
 	cfg.stop = &stopper{ctx: ctx}
-	srv, err := New(cfg)
+	srv, ts, err := newServer(cfg)
 	if err != nil {
 		return err
 	}
+	defer ts.Close() // the session's background processes end with it
 	err = srv.Run(ctx, StdioTransport())
 	if ctx.Err() != nil {
 		cfg.stop.wait()

@@ -97,6 +97,19 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 	return res, tc.Text
 }
 
+// The tool families as package tool offers them: what reads, what
+// writes, the shell with its background-process tools.
+var (
+	readTools  = []string{"read_file", "glob", "grep", "list"}
+	writeTools = []string{"write_file", "edit_file", "move", "delete", "mkdir"}
+	shellTools = []string{"shell", "process_output", "process_input", "process_kill", "process_list"}
+)
+
+// sortedTools is the families and names given, sorted.
+func sortedTools(parts ...[]string) []string {
+	return slices.Sorted(slices.Values(slices.Concat(parts...)))
+}
+
 func TestListingAndInstructions(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
@@ -104,13 +117,13 @@ func TestListingAndInstructions(t *testing.T) {
 		tools []string
 		instr string
 	}{
-		{config.Settings{}, []string{"glob", "read_file"}, "in-memory"},
-		{config.Settings{Mode: "auto"}, []string{"edit_file", "glob", "read_file", "write_file"}, "in-memory"},
-		{config.Settings{Tier: "local", Root: dir}, []string{"glob", "read_file"}, "host machine"},
-		{config.Settings{Tier: "local", Root: dir, Mode: "auto"}, []string{"edit_file", "glob", "read_file", "shell", "write_file"}, dir},
-		{config.Settings{Tier: "local", Root: dir, Allow: []string{"shell"}}, []string{"glob", "read_file", "shell"}, "read_only"},
+		{config.Settings{}, sortedTools(readTools), "in-memory"},
+		{config.Settings{Mode: "auto"}, sortedTools(readTools, writeTools), "in-memory"},
+		{config.Settings{Tier: "local", Root: dir}, sortedTools(readTools), "host machine"},
+		{config.Settings{Tier: "local", Root: dir, Mode: "auto"}, sortedTools(readTools, writeTools, shellTools), dir},
+		{config.Settings{Tier: "local", Root: dir, Allow: []string{"shell"}}, sortedTools(readTools, shellTools), "read_only"},
 		{config.Settings{Tier: "local", Root: dir, Mode: "auto", FetchAllow: []string{"example.com"}, SearchURL: "http://127.0.0.1:9"},
-			[]string{"edit_file", "fetch", "glob", "read_file", "shell", "web_search", "write_file"}, "auto"},
+			sortedTools(readTools, writeTools, shellTools, []string{"fetch", "web_search"}), "auto"},
 	}
 	for _, c := range cases {
 		cs := connect(t, c.s, nil)
@@ -307,8 +320,8 @@ func TestIsolatedTier(t *testing.T) {
 	cs := connect(t, config.Settings{Tier: "isolated", Root: dir, Mode: "auto"}, nil)
 	got := toolNames(t, cs)
 	slices.Sort(got)
-	if !slices.Equal(got, []string{"edit_file", "glob", "read_file", "shell", "write_file"}) {
-		t.Errorf("tools %v", got)
+	if want := sortedTools(readTools, writeTools, shellTools); !slices.Equal(got, want) {
+		t.Errorf("tools %v, want %v", got, want)
 	}
 	if in := cs.InitializeResult().Instructions; !strings.Contains(in, "isolated sandbox") || !strings.Contains(in, "Can change "+dir) {
 		t.Errorf("instructions %q", in)
@@ -544,11 +557,11 @@ func TestOfferedToolsFollowGate(t *testing.T) {
 		allow []string
 		want  []string
 	}{
-		{"read_only", nil, []string{"read_file", "glob"}},
-		{"", nil, []string{"read_file", "glob"}},
-		{"read_only", []string{"shell"}, []string{"read_file", "glob", "shell"}},
-		{"read_only", []string{"write"}, []string{"read_file", "glob", "write_file", "edit_file"}},
-		{"auto", nil, []string{"read_file", "glob", "write_file", "edit_file", "shell"}},
+		{"read_only", nil, readTools},
+		{"", nil, readTools},
+		{"read_only", []string{"shell"}, slices.Concat(readTools, shellTools)},
+		{"read_only", []string{"write"}, slices.Concat(readTools, writeTools)},
+		{"auto", nil, slices.Concat(readTools, writeTools, shellTools)},
 	} {
 		dir := t.TempDir()
 		cs := connect(t, config.Settings{Tier: "local", Root: dir, Mode: c.mode, Allow: c.allow}, nil)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchsandbox/hutch/tool"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,6 +42,8 @@ func Handler(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	open := &httpSessions{byID: map[string]*httpSession{}}
+	events := newEventStore(MaxEventBytes, MaxSessionEventBytes)
+	events.closed = open.closed
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if srv, ok := r.Context().Value(newServerKey{}).(*mcp.Server); ok {
 			return srv
@@ -48,7 +51,7 @@ func Handler(cfg Config) (http.Handler, error) {
 		return template
 	}, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      SessionIdle,
-		EventStore:          newEventStore(MaxEventBytes, MaxSessionEventBytes),
+		EventStore:          events,
 		MaxRequestBodyBytes: maxBody,
 	})
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -212,8 +215,21 @@ type httpSessions struct {
 
 type httpSession struct {
 	srv      *mcp.Server
+	tools    *tool.Toolset
 	wire     wire
 	starting bool // the request that starts it is being served
+}
+
+// closed ends the session id's toolset (its background processes) once
+// the SDK has closed the session (idle, deleted, or its server stopping).
+func (o *httpSessions) closed(id string) {
+	o.mu.Lock()
+	s := o.byID[id]
+	delete(o.byID, id)
+	o.mu.Unlock()
+	if s != nil {
+		go s.tools.Close()
+	}
 }
 
 func (o *httpSessions) get(id string) *httpSession {
@@ -230,6 +246,7 @@ func (o *httpSessions) start(w http.ResponseWriter, cfg Config) (_ *httpSession,
 	for id, s := range o.byID {
 		if !s.starting && !hasSession(s.srv) {
 			delete(o.byID, id)
+			go s.tools.Close()
 		}
 	}
 	full := len(o.byID) >= MaxSessions
@@ -239,12 +256,12 @@ func (o *httpSessions) start(w http.ResponseWriter, cfg Config) (_ *httpSession,
 		return nil, nil, false
 	}
 	cfg.sessionID = rand.Text()
-	srv, err := New(cfg)
+	srv, ts, err := newServer(cfg)
 	if err != nil { // cannot happen: the template was made from cfg
 		http.Error(w, "hutch: "+err.Error(), http.StatusInternalServerError)
 		return nil, nil, false
 	}
-	s := &httpSession{srv: srv, starting: true}
+	s := &httpSession{srv: srv, tools: ts, starting: true}
 	o.mu.Lock()
 	if len(o.byID) >= MaxSessions {
 		o.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -79,14 +80,15 @@ func TestDroppedStreamResumes(t *testing.T) {
 	events := make(chan sseEvent, 10)
 	go readEvents(bufio.NewScanner(resp.Body), events)
 	var last string
+	var ev0 sseEvent
 	select {
-	case ev := <-events:
-		last = ev.id // the priming event
+	case ev0 = <-events:
+		last = ev0.id // the priming event
 	case <-time.After(10 * time.Second):
 		t.Fatal("no priming event")
 	}
 	if last == "" {
-		t.Fatal("the stream's first event has no id: streams are not resumable")
+		t.Fatalf("the stream's first event has no id: streams are not resumable: %+v", ev0)
 	}
 	drop() // the connection goes, the call goes on
 	resp.Body.Close()
@@ -95,7 +97,8 @@ func TestDroppedStreamResumes(t *testing.T) {
 	resp = do(bg, "GET", session, last, "")
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET with Last-Event-ID %s: %s", last, resp.Status)
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET with Last-Event-ID %s: %s: %s", last, resp.Status, body)
 	}
 	replay := make(chan sseEvent, 10)
 	go readEvents(bufio.NewScanner(resp.Body), replay)
