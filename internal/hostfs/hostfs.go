@@ -37,8 +37,9 @@ import (
 // concurrent use.
 type FS struct {
 	root    *os.Root
-	dir     string // absolute, symlinks resolved
-	given   string // absolute form of the directory the caller named
+	search  *searchRoot // the root's descriptor for searches; nil: none
+	dir     string      // absolute, symlinks resolved
+	given   string      // absolute form of the directory the caller named
 	closeMu sync.RWMutex
 	closed  bool
 	sweptMu sync.Mutex
@@ -72,7 +73,7 @@ func New(dir string, check func() error) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open root %s: %v", sandbox.ErrConfig, dir, err)
 	}
-	return &FS{root: root, dir: real, given: given}, nil
+	return &FS{root: root, search: openSearchRoot(root), dir: real, given: given}, nil
 }
 
 // Root is the absolute root directory with symbolic links resolved.
@@ -684,6 +685,7 @@ func (s *FS) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.search.close()
 	return s.root.Close()
 }
 

@@ -230,36 +230,5 @@ func (s *FS) SearchHiding(ctx context.Context, req sandbox.SearchRequest, hide f
 	if hide != nil && hide(req.Dir) {
 		return sandbox.SearchResult{}, tierkit.PathError("search", req.Dir, fmt.Errorf("denied by the policy: %w", fs.ErrPermission))
 	}
-	return search.Run(ctx, searchFS{root: s.root, hide: hide}, req)
-}
-
-// searchFS is the root as a search walks it: listings through
-// O_DIRECTORY and opens through O_NONBLOCK (a FIFO never blocks), Write's
-// temporary files and hidden paths left out.
-type searchFS struct {
-	root *os.Root
-	hide func(rel string) bool
-}
-
-func (f searchFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	d, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, mapErr("search", name, err)
-	}
-	defer d.Close()
-	ents, err := d.ReadDir(-1)
-	return slices.DeleteFunc(ents, func(e fs.DirEntry) bool {
-		return isTemp(e.Name()) || (f.hide != nil && f.hide(path.Join(name, e.Name())))
-	}), err
-}
-
-func (f searchFS) Open(name string) (fs.File, error) {
-	if f.hide != nil && f.hide(name) {
-		return nil, tierkit.PathError("search", name, fs.ErrPermission)
-	}
-	file, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, mapErr("search", name, err)
-	}
-	return file, nil
+	return search.Run(ctx, s.searchFS(hide), req)
 }
