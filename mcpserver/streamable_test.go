@@ -69,6 +69,9 @@ func TestDroppedStreamResumes(t *testing.T) {
 	}
 	resp := do(bg, "POST", "", "", initWith(version))
 	session := resp.Header.Get("Mcp-Session-Id")
+	// Read to the answer: a client gone before the initialize is answered
+	// ends the session it began (the SDK closes an uninitialized one).
+	_, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if session == "" {
 		t.Fatalf("initialize: %s", resp.Status)
@@ -77,6 +80,10 @@ func TestDroppedStreamResumes(t *testing.T) {
 
 	ctx, drop := context.WithCancel(bg)
 	resp = do(ctx, "POST", session, "", shellCall(5, "sleep 1; echo done after the drop"))
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("the call: %s: %s", resp.Status, body)
+	}
 	events := make(chan sseEvent, 10)
 	go readEvents(bufio.NewScanner(resp.Body), events)
 	var last string
