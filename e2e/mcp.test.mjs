@@ -16,6 +16,11 @@ import { accept, connect, hutch, hutchOK, show, tempRoot, text } from './helpers
 const T = { timeout: 60_000 };
 
 const names = (list) => list.tools.map((t) => t.name).sort();
+// The tool families as hutch offers them.
+const readTools = ['read_file', 'glob', 'grep', 'list'];
+const writeTools = ['write_file', 'edit_file', 'move', 'delete', 'mkdir'];
+const shellTools = ['shell', 'process_output', 'process_input', 'process_kill', 'process_list'];
+const family = (...parts) => parts.flat().sort();
 
 // call runs tools/call and returns the result (a protocol error throws).
 async function call(client, name, args) {
@@ -94,15 +99,15 @@ describe('hutch mcp', () => {
     assert.doesNotMatch(s.stderr(), /unmarshaling|hutch: /, `server stderr: ${s.stderr()}`);
   });
 
-  test('tools/list: read_only offers only read_file and glob', T, async (t) => {
+  test('tools/list: read_only offers only the reading tools', T, async (t) => {
     const { root } = tempRoot(t);
     const { client } = await connect(t, ['--tier', 'local', '--root', root, '--mode', 'read_only']);
     const list = await client.listTools();
-    assert.deepEqual(names(list), ['glob', 'read_file']);
+    assert.deepEqual(names(list), family(readTools));
     const read = list.tools.find((x) => x.name === 'read_file');
     assert.equal(read.inputSchema.type, 'object');
-    assert.deepEqual(read.inputSchema.required, ['path']);
-    assert.deepEqual(Object.keys(read.inputSchema.properties).sort(), ['limit', 'offset', 'path']);
+    assert.deepEqual(read.inputSchema.required, []);
+    assert.deepEqual(Object.keys(read.inputSchema.properties).sort(), ['limit', 'line_numbers', 'offset', 'path', 'paths']);
     assert.ok(read.description.length > 20, 'read_file has a description');
   });
 
@@ -110,7 +115,7 @@ describe('hutch mcp', () => {
     const { root } = tempRoot(t);
     const { client } = await connect(t, ['--tier', 'local', '--root', root, '--mode', 'auto']);
     const list = await client.listTools();
-    assert.deepEqual(names(list), ['edit_file', 'glob', 'read_file', 'shell', 'write_file']);
+    assert.deepEqual(names(list), family(readTools, writeTools, shellTools));
     const shell = list.tools.find((x) => x.name === 'shell');
     assert.deepEqual(shell.inputSchema.required, ['command']);
     const edit = list.tools.find((x) => x.name === 'edit_file');
@@ -120,7 +125,7 @@ describe('hutch mcp', () => {
   test('tools/list: the virtual tier has no shell, even in auto mode', T, async (t) => {
     const { root } = tempRoot(t);
     const { client } = await connect(t, ['--tier', 'virtual', '--mode', 'auto']);
-    assert.deepEqual(names(await client.listTools()), ['edit_file', 'glob', 'read_file', 'write_file']);
+    assert.deepEqual(names(await client.listTools()), family(readTools, writeTools));
     structured(await call(client, 'write_file', { path: 'v.txt', content: 'in memory' }), { ok: true, path: 'v.txt', bytes: 9 }, 'virtual write_file');
     assert.equal(text(ok(await call(client, 'read_file', { path: 'v.txt' }), 'virtual read_file')), 'in memory');
     assert.equal(fs.existsSync(path.join(root, 'v.txt')), false, 'the virtual tier never touches the host');
@@ -343,7 +348,7 @@ describe('hutch mcp', () => {
 
     // 1. The undecided call is an error naming the request and the command.
     let s = await connect(t, args);
-    assert.deepEqual(names(await s.client.listTools()), ['edit_file', 'glob', 'read_file', 'shell', 'write_file']);
+    assert.deepEqual(names(await s.client.listTools()), family(readTools, writeTools, shellTools));
     const msg = failed(await call(s.client, 'write_file', writeArgs), 'write_file undecided', /approval required/i);
     const m = msg.match(/hutch approvals approve (\S+) --store (\S+)/);
     assert.ok(m, `the text names the approve command: ${msg}`);
