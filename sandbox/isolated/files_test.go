@@ -213,3 +213,66 @@ func TestPathErrorNamesThePathAsked(t *testing.T) {
 		t.Errorf("Read(%q): the error names %q", "nope\xff", pe.Path)
 	}
 }
+
+// The manage and search operations keep the policy's denied paths as
+// reading does: a listing and a search leave them out, and no remove or
+// rename reaches them, nor a tree that holds one.
+func TestFileToolsKeepDeniedPaths(t *testing.T) {
+	e := newEnv(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(e.work, "conf"), 0o755))
+	must(os.WriteFile(filepath.Join(e.work, ".env"), []byte("PASSWORD=hunter2"), 0o644))
+	must(os.WriteFile(filepath.Join(e.work, "conf", "key.pem"), []byte("PRIVATE-KEY hunter2"), 0o644))
+	must(os.WriteFile(filepath.Join(e.work, "conf", "app.conf"), []byte("hunter2 is not here"), 0o644))
+	pol := e.pol.Extend(policy.Policy{Deny: []string{filepath.Join(e.work, ".env"), filepath.Join(e.work, "conf", "key.pem")}})
+	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+
+	ents, err := sb.List(bg, ".")
+	must(err)
+	for _, fi := range ents {
+		if fi.Path == ".env" {
+			t.Errorf("List shows the denied .env: %+v", fi)
+		}
+	}
+	res, err := sb.Search(bg, sandbox.SearchRequest{Pattern: "hunter2", IncludeIgnored: true})
+	must(err)
+	for _, m := range res.Matches {
+		if m.Path != "conf/app.conf" {
+			t.Errorf("Search read a denied file: %+v", m)
+		}
+	}
+	if len(res.Matches) != 1 {
+		t.Errorf("Search found %+v, want conf/app.conf alone", res.Matches)
+	}
+	_, err = sb.Search(bg, sandbox.SearchRequest{Dir: ".env", Pattern: "x"})
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("Search of a denied file: %v, want permission denied", err)
+	}
+	for name, op := range map[string]func() error{
+		"remove the denied file":         func() error { return sb.Remove(bg, ".env", false) },
+		"remove a tree holding one":      func() error { return sb.Remove(bg, "conf", true) },
+		"rename the denied file":         func() error { return sb.Rename(bg, ".env", "env.txt") },
+		"rename a tree holding one":      func() error { return sb.Rename(bg, "conf", "conf2") },
+		"rename onto the denied file":    func() error { return sb.Rename(bg, "conf/app.conf", ".env") },
+		"list below a denied path":       func() error { _, err := sb.List(bg, "conf/key.pem"); return err },
+		"make a directory at the denied": func() error { return sb.Mkdir(bg, ".env") },
+	} {
+		if err := op(); !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("%s: %v, want permission denied", name, err)
+		}
+	}
+	for _, p := range []string{".env", "conf/key.pem", "conf/app.conf"} {
+		if _, err := os.Stat(filepath.Join(e.work, p)); err != nil {
+			t.Errorf("%s after the refused operations: %v", p, err)
+		}
+	}
+}
