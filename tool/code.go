@@ -353,6 +353,9 @@ func runCode(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, err
 		}
 	}
 	cmd := sandbox.Command{Args: []string{lang.Program, run.script}, Env: map[string]string{"RUN_DIR": run.dir}, Timeout: timeout}
+	if w := progressWriter(ctx); w != nil {
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	pol = c.opts.Packages.apply(pol, cmd.Env)
 	if !dirSet {
 		cmd.Dir = run.dir
