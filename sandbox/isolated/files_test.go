@@ -229,6 +229,8 @@ func TestFileToolsKeepDeniedPaths(t *testing.T) {
 	must(os.WriteFile(filepath.Join(e.work, ".env"), []byte("PASSWORD=hunter2"), 0o644))
 	must(os.WriteFile(filepath.Join(e.work, "conf", "key.pem"), []byte("PRIVATE-KEY hunter2"), 0o644))
 	must(os.WriteFile(filepath.Join(e.work, "conf", "app.conf"), []byte("hunter2 is not here"), 0o644))
+	// A link to a denied file: the search follows it to the mask over it.
+	must(os.Symlink("conf/key.pem", filepath.Join(e.work, "link.pem")))
 	pol := e.pol.Extend(policy.Policy{Deny: []string{filepath.Join(e.work, ".env"), filepath.Join(e.work, "conf", "key.pem")}})
 	sb, err := isolated.New(bg, isolated.Options{Policy: pol})
 	if err != nil {
