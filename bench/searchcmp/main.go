@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -180,50 +180,5 @@ func makeTree() (string, error) {
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
 		return "", err
 	}
-	r := rand.New(rand.NewPCG(1, 2))
-	words := strings.Fields("ctx err buf len result value index count path name data size offset limit state config handle reader writer token")
-	file := func(i int) []byte {
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "package p%d\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\n", i%dirs)
-		for n := 0; sb.Len() < 4000; n++ {
-			w1, w2, w3 := words[r.IntN(len(words))], words[r.IntN(len(words))], words[r.IntN(len(words))]
-			switch n % 7 {
-			case 0:
-				name := strings.ToUpper(w1[:1]) + w1[1:] + w2
-				if r.IntN(20) == 0 {
-					name += "Handler"
-				}
-				fmt.Fprintf(&sb, "\nfunc %s(%s string, %s int) error {\n", name, w2, w3)
-			case 6:
-				sb.WriteString("}\n")
-			default:
-				fmt.Fprintf(&sb, "\t%s := strings.TrimSpace(%s) // %s the %s\n", w1, w2, w3, w1)
-			}
-		}
-		if i%100 == 7 {
-			fmt.Fprintf(&sb, "// %s marks this file\n", literal)
-		}
-		return []byte(sb.String())
-	}
-	for i := range files {
-		d := filepath.Join(dir, fmt.Sprintf("pkg%03d", i%dirs))
-		if i < dirs {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return dir, err
-			}
-		}
-		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%05d.go", i)), file(i), 0o644); err != nil {
-			return dir, err
-		}
-	}
-	for i := range ignored {
-		d := filepath.Join(dir, "node_modules", fmt.Sprintf("m%02d", i%20))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return dir, err
-		}
-		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("x%04d.js", i)), file(i+7), 0o644); err != nil {
-			return dir, err
-		}
-	}
-	return dir, os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("node_modules/\n*.log\n/build\n"), 0o644)
+	return dir, testenv.SourceTree(dir, files, dirs, ignored, literal)
 }

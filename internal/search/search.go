@@ -97,6 +97,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -127,7 +128,7 @@ const (
 	MaxPattern = 16 << 10
 	// maxGlobAlternatives bounds the combinations of a Glob's {a,b}
 	// groups, as Glob's tierkit.MaxGlobAlternatives does.
-	maxGlobAlternatives = 256
+	maxGlobAlternatives = tierkit.MaxGlobAlternatives
 	// moreFactor: once the result is full, counting stops at More =
 	// moreFactor * Limit.
 	moreFactor = 100
@@ -188,7 +189,7 @@ func prepare(req sandbox.SearchRequest) (sandbox.SearchRequest, *matcher, error)
 		case g == ".":
 			return req, nil, fail(sandbox.ErrInvalidPath, "glob %q names the root, not files: use \"**\" for every file", req.Glob)
 		}
-		if n := combinations(g); n > maxGlobAlternatives {
+		if n := tierkit.GlobCombinations(g); n > maxGlobAlternatives {
 			return req, nil, fail(sandbox.ErrInvalidPath, "glob %q: its {a,b} groups make %d combinations, more than %d: simplify the pattern", req.Glob, n, maxGlobAlternatives)
 		}
 		req.Glob = g
@@ -231,47 +232,6 @@ func prepare(req sandbox.SearchRequest) (sandbox.SearchRequest, *matcher, error)
 		return req, nil, err
 	}
 	return req, m, nil
-}
-
-// combinations counts the patterns a glob's brace groups expand to (each
-// group contributes the sum of its alternatives' counts; groups multiply),
-// stopping early once it passes maxGlobAlternatives. It is tierkit's.
-func combinations(pattern string) int {
-	n, _ := braceProduct(pattern, 0, false)
-	return n
-}
-
-func braceProduct(p string, i int, inGroup bool) (int, int) {
-	prod := 1
-	for i < len(p) {
-		switch p[i] {
-		case '\\':
-			i += 2
-			continue
-		case ',', '}':
-			if inGroup {
-				return prod, i
-			}
-		case '{':
-			sum := 0
-			i++
-			for i < len(p) {
-				var alt int
-				alt, i = braceProduct(p, i, true)
-				sum += alt
-				if i >= len(p) || p[i] == '}' {
-					break
-				}
-				i++ // past ','
-			}
-			prod *= max(sum, 1)
-			if prod > maxGlobAlternatives {
-				return prod, len(p)
-			}
-		}
-		i++
-	}
-	return prod, i
 }
 
 // selector is a cleaned Glob.

@@ -16,7 +16,7 @@ import (
 // output of sandbox.CleanPattern. Every tier that can present its files as an fs.FS
 // uses this one function, so glob means the same everywhere.
 func GlobFS(ctx context.Context, fsys fs.FS, pattern string, dirsOnly bool) ([]string, error) {
-	if n := combinations(pattern); n > MaxGlobAlternatives {
+	if n := GlobCombinations(pattern); n > MaxGlobAlternatives {
 		return nil, fmt.Errorf("glob %s: its {a,b} groups make %d combinations, more than %d: simplify the pattern: %w", pattern, n, MaxGlobAlternatives, sandbox.ErrInvalidPath)
 	}
 	out := []string{}
@@ -111,10 +111,11 @@ func (c *ctxFS) Open(name string) (fs.File, error) {
 	return c.FS.Open(name)
 }
 
-// combinations counts the patterns a glob's brace groups expand to (each
-// group contributes the sum of its alternatives' counts; groups multiply),
-// stopping early once it passes MaxGlobAlternatives.
-func combinations(pattern string) int {
+// GlobCombinations counts the patterns a glob's brace groups expand to
+// (each group contributes the sum of its alternatives' counts; groups
+// multiply), stopping early once it passes MaxGlobAlternatives. The glob
+// library tries each one, so callers refuse patterns over the bound.
+func GlobCombinations(pattern string) int {
 	n, _ := braceProduct(pattern, 0, false)
 	return n
 }
