@@ -124,14 +124,13 @@ func (r *searchRoot) open(name string, flags int) (int, error) {
 // it can and os.Root otherwise; Write's temporary files and hidden paths
 // left out.
 type searchFS struct {
-	root *os.Root
+	rootFS
 	fast *searchRoot // nil: os.Root alone
-	hide func(rel string) bool
 }
 
 // searchFS is the FS a search of s walks, leaving out what hide names.
 func (s *FS) searchFS(hide func(rel string) bool) search.FS {
-	return searchFS{root: s.root, fast: s.search, hide: hide}
+	return searchFS{rootFS: rootFS{root: s.root, hide: hide}, fast: s.search}
 }
 
 func (f searchFS) ReadDir(name string) ([]fs.DirEntry, error) {
@@ -139,9 +138,9 @@ func (f searchFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		defer unix.Close(fd)
 		return f.list(fd, name)
 	}
-	d, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	d, err := f.openDir(name)
 	if err != nil {
-		return nil, mapErr("search", name, err)
+		return nil, err
 	}
 	defer d.Close()
 	rc, err := d.SyscallConn()
@@ -156,17 +155,13 @@ func (f searchFS) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 func (f searchFS) Open(name string) (fs.File, error) {
-	if f.hide != nil && f.hide(name) {
+	if f.hidden(name) {
 		return nil, tierkit.PathError("search", name, fs.ErrPermission)
 	}
 	if fd, err := f.fast.open(name, fileFlags); err == nil {
 		return &searchFile{fd: fd, name: name}, nil
 	}
-	file, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, mapErr("search", name, err)
-	}
-	return file, nil
+	return f.rootFS.Open(name)
 }
 
 // direntBufs are getdents64 buffers.
@@ -205,8 +200,7 @@ func (f searchFS) list(fd int, name string) ([]fs.DirEntry, error) {
 				return ents, &fs.PathError{Op: "readdirent", Path: name, Err: io.ErrUnexpectedEOF}
 			}
 			b = rest
-			if d.ino == 0 || d.name == "." || d.name == ".." || isTemp(d.name) ||
-				(f.hide != nil && f.hide(path.Join(name, d.name))) {
+			if d.ino == 0 || d.name == "." || d.name == ".." || !f.keep(name, d.name) {
 				continue
 			}
 			typ, known := direntType(d.typ)

@@ -21,39 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/search"
-	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
-
-// refFS is searchFS as it was before the openat2 path: os.Root alone,
-// listings typed by os.File.ReadDir. The fast FS must search as it does.
-type refFS struct {
-	root *os.Root
-	hide func(rel string) bool
-}
-
-func (f refFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	d, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, mapErr("search", name, err)
-	}
-	defer d.Close()
-	ents, err := d.ReadDir(-1)
-	return slices.DeleteFunc(ents, func(e fs.DirEntry) bool {
-		return isTemp(e.Name()) || (f.hide != nil && f.hide(path.Join(name, e.Name())))
-	}), err
-}
-
-func (f refFS) Open(name string) (fs.File, error) {
-	if f.hide != nil && f.hide(name) {
-		return nil, tierkit.PathError("search", name, fs.ErrPermission)
-	}
-	file, err := f.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, mapErr("search", name, err)
-	}
-	return file, nil
-}
 
 // marker is only ever written outside the root: no search may find it.
 const marker = "OUTSIDE-c0ffee-never-inside"
@@ -151,7 +120,7 @@ func fsVariants(s *FS, hide func(string) bool) []struct {
 		fs   search.FS
 		off  bool
 	}{
-		{"os.Root", refFS{root: s.root, hide: hide}, false},
+		{"os.Root", rootFS{root: s.root, hide: hide}, false},
 		{"openat2", s.searchFS(hide), false},
 		{"fallback", s.searchFS(hide), true},
 	}
@@ -499,7 +468,7 @@ func TestDirentParse(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.Root(), long), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := refFS{root: s.root}.ReadDir(".")
+	ref, err := rootFS{root: s.root}.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
