@@ -156,8 +156,10 @@ func lowerASCII(dst, src []byte) []byte {
 }
 
 // window is how much of a buffer the regexp scans between checks of the
-// context (more when a line is longer).
-const window = 1 << 20
+// context (more when a line is longer). Go's regexp can take about 40 ms
+// a MiB on a pattern without a literal, so a window is kept small enough
+// that a cancelled search stops within a few milliseconds.
+const window = 64 << 10
 
 // scan calls fn with the start and end (before the newline) of each
 // matching line of buf, in order, until fn returns false. low is buf
@@ -170,9 +172,12 @@ func (m *matcher) scan(ctx context.Context, buf, low []byte, fn func(start, end 
 	if m.fold {
 		hay = low
 	}
-	n := 0
+	n, checked := 0, 0
 	for pos := 0; pos < len(buf); {
-		if n++; n%256 == 0 {
+		// The context is checked every 256 matching lines and every
+		// window of bytes, whichever comes first.
+		if n++; n%256 == 0 || pos-checked >= window {
+			checked = pos
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -200,7 +205,7 @@ func (m *matcher) scan(ctx context.Context, buf, low []byte, fn func(start, end 
 				if end == len(buf) {
 					return nil
 				}
-				pos = end + 1
+				pos, checked = end+1, end+1
 				if err := ctx.Err(); err != nil {
 					return err
 				}

@@ -492,21 +492,67 @@ func (c *cancelFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return c.rootFS.ReadDir(name)
 }
 
-// TestLargeFileCancel: a cancelled context stops the search inside a
-// file whose regexp scan is slow.
+// TestLargeFileCancel: a search inside one large file checks its context
+// at least every window of bytes, whether the lines match or not, so a
+// cancelled search stops within a window however slow the regexp is.
 func TestLargeFileCancel(t *testing.T) {
-	fsys, _ := tree(t, map[string]string{"big": strings.Repeat("abcdefghij\n", 3<<20)})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := Run(ctx, fsys, sandbox.SearchRequest{Pattern: `[a-j]+k|\d`})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Skipf("finished within the deadline (%v, %v)", time.Since(start), err)
+	dense := []byte(strings.Repeat("abcdefghij\n", 3<<20))
+	sparse := []byte(strings.Repeat(strings.Repeat("abcdefghij\n", 399)+"abcdefghik\n", 8<<10))
+	for _, tc := range []struct {
+		name, pattern string
+		buf           []byte
+	}{
+		{"no line matches", `[a-j]+k|\d`, dense},
+		{"every line matches", `[a-j]+j|\d`, dense},
+		{"one line in 400 matches", `[a-j]+[k-l]`, sparse},
+		{"literal, no line matches", `needle`, dense},
+		{"literal, every line matches", `abc`, dense},
+		{"literal, one line in 400 matches", `ik`, sparse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := compile(tc.pattern, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const checks = 3
+			ctx := &checkCtx{Context: context.Background(), after: checks}
+			reached := 0
+			err = m.scan(ctx, tc.buf, nil, func(_, end int) bool { reached = end; return true })
+			if err == nil && (m.lit == nil || !strings.Contains(tc.name, "no line")) {
+				t.Fatalf("scan of %d bytes ended without an error, want context.Canceled", len(tc.buf))
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("scan = %v, want context.Canceled", err)
+			}
+			// A check comes once a window has been passed, and the step
+			// that passes it may reach a window further.
+			if limit := (checks + 1) * 2 * window; reached > limit {
+				t.Errorf("scan reported a line ending at byte %d after %d checks of the context, want at most %d", reached, checks, limit)
+			}
+		})
 	}
-	t.Logf("stopped after %v", time.Since(start))
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("stopped %v after the start, the deadline was 50ms", d)
+	// And through Run: a cancelled search over a large file is an error,
+	// not a partial result.
+	fsys, _ := tree(t, map[string]string{"big": string(dense)})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, fsys, sandbox.SearchRequest{Pattern: `[a-j]+k|\d`}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
 	}
+}
+
+// checkCtx is a context that is cancelled once Err has been called after
+// times.
+type checkCtx struct {
+	context.Context
+	after int
+}
+
+func (c *checkCtx) Err() error {
+	if c.after--; c.after < 0 {
+		return context.Canceled
+	}
+	return nil
 }
 
 // TestDeterministic: the same search gives the same result every time,
