@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,12 @@ func serveLines(t *testing.T, dir string) (io.WriteCloser, *bufio.Reader, <-chan
 // serveLinesWith is serveLines with settings and a message limit.
 func serveLinesWith(t *testing.T, s config.Settings, limit int) (io.WriteCloser, *bufio.Reader, <-chan error) {
 	t.Helper()
+	return serveLinesOn(t, bg, s, limit)
+}
+
+// serveLinesOn is serveLinesWith under ctx.
+func serveLinesOn(t *testing.T, ctx context.Context, s config.Settings, limit int) (io.WriteCloser, *bufio.Reader, <-chan error) {
+	t.Helper()
 	cfg := mcpserver.OpenForTest(t, s)
 	srv, err := mcpserver.New(cfg)
 	if err != nil {
@@ -35,7 +42,7 @@ func serveLinesWith(t *testing.T, s config.Settings, limit int) (io.WriteCloser,
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(bg, &mcpserver.LineTransport{In: inR, Out: outW, Limit: limit}); outW.Close() }()
+	go func() { done <- srv.Run(ctx, &mcpserver.LineTransport{In: inR, Out: outW, Limit: limit}); outW.Close() }()
 	t.Cleanup(func() { inW.Close(); outR.Close() })
 	return inW, bufio.NewReader(outR), done
 }
@@ -105,15 +112,28 @@ func TestLineTransport(t *testing.T) {
 	}
 }
 
-func TestLineTransportEOF(t *testing.T) {
-	in, out, done := serveLines(t, t.TempDir())
-	io.WriteString(in, initMsg+"\n")
-	readMsg(t, out)
-	in.Close() // the client went away
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("server did not stop at EOF")
+// TestLineTransportEnds: the server stops when the client closes its
+// input, and when the server's context ends while it waits for a
+// message.
+func TestLineTransportEnds(t *testing.T) {
+	for _, how := range []string{"input closed", "context cancelled"} {
+		t.Run(how, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(bg)
+			defer cancel()
+			in, out, done := serveLinesOn(t, ctx, config.Settings{Tier: "local", Root: t.TempDir()}, 0)
+			io.WriteString(in, initMsg+"\n")
+			readMsg(t, out)
+			if how == "input closed" {
+				in.Close() // the client went away
+			} else {
+				cancel()
+			}
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("server did not stop after %s", how)
+			}
+		})
 	}
 }
 
