@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchsandbox/hutch/internal/streamclient"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -32,6 +33,12 @@ import (
 
 // errRuntime: the runtime's exec failed before the script ran.
 var errRuntime = errors.New("the container runtime's exec failed")
+
+// isLost reports an error that may mean the container went away: the
+// helper's stream ended, or the runtime's exec failed.
+func isLost(err error) bool {
+	return errors.Is(err, streamclient.ErrLost) || errors.Is(err, errRuntime)
+}
 
 // cliPrelude: the guard every script starts with. hutch_guard ROOT REL
 // sets root (ROOT resolved) and R (REL resolved inside it, links followed
@@ -292,7 +299,7 @@ func (s *Sandbox) containerID() string {
 	return s.id
 }
 
-func (b cliBackend) readStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error) {
+func (b cliBackend) ReadStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error) {
 	out, err := b.script(ctx, "read", rel, nil, sandbox.MaxFileSize+4096, cliRead, rel,
 		strconv.FormatInt(max, 10), strconv.Itoa(sandbox.MaxFileSize))
 	if err != nil {
@@ -312,7 +319,7 @@ func (b cliBackend) readStat(ctx context.Context, rel string, max int64) ([]byte
 	return data, fi, nil
 }
 
-func (b cliBackend) stat(ctx context.Context, rel string) (sandbox.FileInfo, error) {
+func (b cliBackend) Stat(ctx context.Context, rel string) (sandbox.FileInfo, error) {
 	out, err := b.script(ctx, "stat", rel, nil, 4096, cliStat, rel)
 	if err != nil {
 		return sandbox.FileInfo{}, err
@@ -320,7 +327,7 @@ func (b cliBackend) stat(ctx context.Context, rel string) (sandbox.FileInfo, err
 	return parseStat(strings.TrimSpace(string(out)))
 }
 
-func (b cliBackend) write(ctx context.Context, rel string, data []byte) error {
+func (b cliBackend) Write(ctx context.Context, rel string, data []byte) error {
 	sweep := "0"
 	if b.s.firstWriteIn(path.Dir(rel)) {
 		sweep = "1"
@@ -400,28 +407,28 @@ func errNeedsHelper(op, rel string) error {
 	return tierkit.PathError(op, rel, fmt.Errorf("%w without hutch's helper in the container (it could not run there; see `hutch check`): build hutch with CGO_ENABLED=0 so the helper runs in any image", sandbox.ErrUnsupported))
 }
 
-func (b cliBackend) list(_ context.Context, rel string) ([]sandbox.FileInfo, error) {
+func (b cliBackend) List(_ context.Context, rel string) ([]sandbox.FileInfo, error) {
 	return nil, errNeedsHelper("list", rel)
 }
 
-func (b cliBackend) search(_ context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+func (b cliBackend) Search(_ context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
 	return sandbox.SearchResult{}, errNeedsHelper("search", req.Dir)
 }
 
-func (b cliBackend) mkdir(_ context.Context, rel string) error { return errNeedsHelper("mkdir", rel) }
+func (b cliBackend) Mkdir(_ context.Context, rel string) error { return errNeedsHelper("mkdir", rel) }
 
-func (b cliBackend) remove(_ context.Context, rel string, _ bool) error {
+func (b cliBackend) Remove(_ context.Context, rel string, _ bool) error {
 	return errNeedsHelper("remove", rel)
 }
 
-func (b cliBackend) rename(_ context.Context, from, _ string) error {
+func (b cliBackend) Rename(_ context.Context, from, _ string) error {
 	return errNeedsHelper("rename", from)
 }
 
 // maxListing bounds what one glob's listing may print.
 const maxListing = 64 << 20
 
-func (b cliBackend) glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error) {
+func (b cliBackend) Glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error) {
 	base, depth := globBase(pattern)
 	out, err := b.script(ctx, "glob", pattern, nil, maxListing, cliGlob, base, strconv.Itoa(depth))
 	if err != nil {
@@ -661,7 +668,7 @@ func (f listFile) Close() error               { return nil }
 var identRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // exec runs one command through the wrapper script (see cliExec).
-func (b cliBackend) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+func (b cliBackend) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
 	s := b.s
 	argv := cmd.Args
 	if cmd.Shell != "" {

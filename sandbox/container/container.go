@@ -23,6 +23,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/streamclient"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -43,14 +44,14 @@ func (e *goneError) Is(target error) bool { return target == ErrGone || target =
 // ErrNotStopped: a command's timeout or cancel came, and hutch could not
 // confirm that the command was stopped — its container did not answer
 // within StopGrace (paused, or overloaded). The command may still run.
-var ErrNotStopped = errors.New("could not confirm the command was stopped")
+var ErrNotStopped = streamclient.ErrNotStopped
 
 // StopGrace bounds how long a call waits past its own deadline (a
 // command's timeout, the caller's context, FileTimeout): for the
 // helper's report of a command it stopped, for the fallback's kill of
 // one, for the runtime's program to end. Past it the call returns
 // (ErrNotStopped for a command).
-const StopGrace = 5 * time.Second
+const StopGrace = streamclient.StopGrace
 
 // FileTimeout is the deadline of a file operation (Read, ReadStat, Write,
 // Stat, Glob) whose context has none: a paused or hung container holds
@@ -81,7 +82,7 @@ type Sandbox struct {
 	starting chan struct{} // closed when the start in progress ends
 	id       string
 	gone     error
-	conn     *streamConn
+	conn     *streamclient.Conn
 	watch    *watcher        // nil unless the container is watched
 	swept    map[string]bool // directories the fallback's writes swept
 	mode     Mode
@@ -239,16 +240,16 @@ func (s *Sandbox) Start(ctx context.Context) error {
 // backend is how operations reach the container: the helper's stream or
 // the runtime's exec.
 type backend interface {
-	readStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error)
-	write(ctx context.Context, rel string, data []byte) error
-	stat(ctx context.Context, rel string) (sandbox.FileInfo, error)
-	glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error)
-	list(ctx context.Context, rel string) ([]sandbox.FileInfo, error)
-	search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error)
-	mkdir(ctx context.Context, rel string) error
-	remove(ctx context.Context, rel string, recursive bool) error
-	rename(ctx context.Context, from, to string) error
-	exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error)
+	ReadStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error)
+	Write(ctx context.Context, rel string, data []byte) error
+	Stat(ctx context.Context, rel string) (sandbox.FileInfo, error)
+	Glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error)
+	List(ctx context.Context, rel string) ([]sandbox.FileInfo, error)
+	Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error)
+	Mkdir(ctx context.Context, rel string) error
+	Remove(ctx context.Context, rel string, recursive bool) error
+	Rename(ctx context.Context, from, to string) error
+	Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error)
 }
 
 // ready returns the backend, starting the container or reconnecting to
@@ -279,7 +280,7 @@ func (s *Sandbox) ready(ctx context.Context) (backend, error) {
 		case s.mode == ModeCLI:
 			s.mu.Unlock()
 			return cliBackend{s}, nil
-		case s.mode == ModeHelper && s.conn.alive():
+		case s.mode == ModeHelper && s.conn.Alive():
 			c := s.conn
 			s.mu.Unlock()
 			return c, nil
@@ -315,10 +316,10 @@ func (s *Sandbox) bringUp(ctx context.Context, id string) error {
 		return err
 	}
 	mode, why := ModeCLI, s.noHelp
-	var conn *streamConn
+	var conn *streamclient.Conn
 	if s.helper != "" {
 		var err error
-		conn, err = dial(ctx, s.prog, s.o.HelperArgs(id), s.o.WorkDir)
+		conn, err = streamclient.Dial(ctx, exec.Command(s.prog, s.o.HelperArgs(id)...), "hutch's helper in the container")
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -340,7 +341,7 @@ func (s *Sandbox) bringUp(ctx context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed && conn != nil {
-		conn.close(sandbox.ErrClosed)
+		conn.Close(sandbox.ErrClosed)
 		return sandbox.ErrClosed
 	}
 	s.conn, s.mode, s.why = conn, mode, why
@@ -689,7 +690,7 @@ func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sa
 		fi   sandbox.FileInfo
 	}
 	r, err := fileOp(ctx, s, func(ctx context.Context, b backend) (read, error) {
-		data, fi, err := b.readStat(ctx, rel, max)
+		data, fi, err := b.ReadStat(ctx, rel, max)
 		return read{data, fi}, err
 	})
 	if err != nil {
@@ -731,7 +732,7 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 		if rel == "." {
 			return struct{}{}, tierkit.PathError("write", p, sandbox.ErrIsDir)
 		}
-		return struct{}{}, b.write(ctx, rel, data)
+		return struct{}{}, b.Write(ctx, rel, data)
 	})
 	return err
 }
@@ -742,7 +743,7 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) 
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}
-	fi, err := fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.FileInfo, error) { return b.stat(ctx, rel) })
+	fi, err := fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.FileInfo, error) { return b.Stat(ctx, rel) })
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}
@@ -759,7 +760,7 @@ func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if err != nil {
 		return nil, tierkit.PathError("glob", pattern, err)
 	}
-	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]string, error) { return b.glob(ctx, pat, dirsOnly) })
+	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]string, error) { return b.Glob(ctx, pat, dirsOnly) })
 }
 
 // List returns a directory's entries, listed inside the container. It
@@ -770,7 +771,7 @@ func (s *Sandbox) List(ctx context.Context, p string) ([]sandbox.FileInfo, error
 	if err != nil {
 		return nil, err
 	}
-	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]sandbox.FileInfo, error) { return b.list(ctx, rel) })
+	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]sandbox.FileInfo, error) { return b.List(ctx, rel) })
 }
 
 // Search runs req inside the container, where the files are, in one
@@ -789,7 +790,7 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (sandbo
 	if req.Glob, err = sandbox.CleanSearchGlob(s.o.WorkDir, req.Glob); err != nil {
 		return sandbox.SearchResult{}, err
 	}
-	return fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.SearchResult, error) { return b.search(ctx, req) })
+	return fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.SearchResult, error) { return b.Search(ctx, req) })
 }
 
 // Mkdir creates a directory and its parents inside the container (with
@@ -799,7 +800,7 @@ func (s *Sandbox) Mkdir(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.mkdir(ctx, rel) })
+	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.Mkdir(ctx, rel) })
 	return err
 }
 
@@ -814,7 +815,7 @@ func (s *Sandbox) Remove(ctx context.Context, p string, recursive bool) error {
 		rel += "/" // the helper checks what the slash says
 	}
 	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) {
-		return struct{}{}, b.remove(ctx, rel, recursive)
+		return struct{}{}, b.Remove(ctx, rel, recursive)
 	})
 	return err
 }
@@ -830,7 +831,7 @@ func (s *Sandbox) Rename(ctx context.Context, from, to string) error {
 	if err != nil {
 		return err
 	}
-	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.rename(ctx, src, dst) })
+	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.Rename(ctx, src, dst) })
 	return err
 }
 
@@ -859,7 +860,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 		return sandbox.Result{}, err
 	}
 	cmd.Env = tierkit.MergeEnv(s.o.Env, cmd.Env)
-	res, err := b.exec(ctx, cmd)
+	res, err := b.Exec(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("container exec: %w", ctx.Err())
@@ -947,7 +948,7 @@ func (s *Sandbox) Close() error {
 	conn, id, w := s.conn, s.id, s.watch
 	s.mu.Unlock()
 	if conn != nil {
-		conn.close(sandbox.ErrClosed)
+		conn.Close(sandbox.ErrClosed)
 	}
 	if id == "" || s.o.Reconnect {
 		return nil

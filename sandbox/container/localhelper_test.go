@@ -3,12 +3,14 @@ package container
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/streamclient"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
 )
@@ -34,7 +36,7 @@ func localHelper(t *testing.T) sandbox.Sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := dial(context.Background(), link, []string{"serve", root}, root)
+	sc, err := streamclient.Dial(context.Background(), exec.Command(link, "serve", root), "the helper on this host")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,11 @@
-package container
+// Package streamclient is the client end of hutch's helper stream: framed,
+// multiplexed file operations and commands (internal/wire's stream
+// protocol) over one byte stream to a hutch that serves them where the
+// files are — the helper inside a container, or `hutch serve` on another
+// machine. It guarantees that every operation ends: with its response,
+// with its context, or with ErrLost when the stream ends under it; it does
+// not retry or reconnect (its callers decide that).
+package streamclient
 
 import (
 	"context"
@@ -16,20 +23,27 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-// errLost: the stream to the helper ended under an operation.
-var errLost = errors.New("the connection to hutch's helper in the container was lost")
+// ErrLost means the stream to the helper ended under an operation.
+var ErrLost = errors.New("the connection to hutch's helper was lost")
 
-// isLost reports an error that may mean the container went away: the
-// helper's stream ended, or the runtime's exec failed.
-func isLost(err error) bool { return errors.Is(err, errLost) || errors.Is(err, errRuntime) }
+// ErrNotStopped means a command's timeout came and the helper did not
+// report the command's end within StopGrace.
+var ErrNotStopped = errors.New("could not confirm the command was stopped")
+
+// StopGrace is how long after a command's timeout Exec waits for the
+// helper to report the command's end.
+const StopGrace = 5 * time.Second
 
 // helloTimeout bounds the wait for the helper's first frame.
 const helloTimeout = 30 * time.Second
 
-// streamConn is the host's end of one helper session: the runtime's
-// `exec -i` process, whose stdin and stdout carry the frames.
-type streamConn struct {
+// Conn is the client's end of one helper session: a process (a runtime's
+// `exec -i`, ssh, kubectl exec, or hutch serve itself) whose stdin and
+// stdout carry the frames. It is safe for concurrent use.
+type Conn struct {
 	cmd    *exec.Cmd
+	peer   string // who serves, for errors ("the helper in the container")
+	hello  wire.Hello
 	fw     *wire.FrameWriter
 	stderr *tierkit.TailBuffer // the helper's own messages, for errors
 	errMu  sync.Mutex
@@ -51,9 +65,12 @@ type clientOp struct {
 	stdin          *wire.Window
 }
 
-// dial starts the helper with args and waits for its hello.
-func dial(ctx context.Context, prog string, args []string, root string) (*streamConn, error) {
-	c := exec.Command(prog, args...)
+// Dial starts c, a command whose stdin and stdout reach a helper stream
+// server, and waits for the server's hello (at most 30 s, or until ctx
+// ends). peer names the server in errors ("the helper in the
+// container"). The process is killed when the Conn closes or fails; c's
+// Stdin, Stdout and Stderr must be unset.
+func Dial(ctx context.Context, c *exec.Cmd, peer string) (*Conn, error) {
 	in, err := c.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -62,7 +79,7 @@ func dial(ctx context.Context, prog string, args []string, root string) (*stream
 	if err != nil {
 		return nil, err
 	}
-	sc := &streamConn{cmd: c, fw: wire.NewFrameWriter(in), stderr: &tierkit.TailBuffer{Max: 4096},
+	sc := &Conn{cmd: c, peer: peer, fw: wire.NewFrameWriter(in), stderr: &tierkit.TailBuffer{Max: 4096},
 		ops: map[uint64]*clientOp{}, done: make(chan struct{})}
 	c.Stderr = writerFunc(func(p []byte) (int, error) {
 		sc.errMu.Lock()
@@ -84,8 +101,9 @@ func dial(ctx context.Context, prog string, args []string, root string) (*stream
 			err = wire.DecodeJSON(f.Payload, &h)
 		}
 		if err == nil && h.Version != wire.StreamVersion {
-			err = fmt.Errorf("the helper in the container speaks protocol %d, this program %d (a container made by another hutch version?)", h.Version, wire.StreamVersion)
+			err = fmt.Errorf("%s speaks protocol %d, this program %d: run the same hutch version on both ends", peer, h.Version, wire.StreamVersion)
 		}
+		sc.hello = h
 		hello <- err
 		if err == nil {
 			sc.readLoop(fr)
@@ -98,19 +116,19 @@ func dial(ctx context.Context, prog string, args []string, root string) (*stream
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
-		err = errors.New("no answer from the helper")
+		err = fmt.Errorf("no answer from %s within %v", peer, helloTimeout)
 	}
 	if err != nil {
 		_ = c.Process.Kill()
 		_ = c.Wait()
-		if msg := sc.helperSays(); msg != "" {
+		if msg := sc.Says(); msg != "" {
 			err = fmt.Errorf("%v: %s", err, msg)
 		}
 		return nil, err
 	}
 	go func() {
 		werr := c.Wait()
-		sc.fail(fmt.Errorf("%w: the helper exited (%v)", errLost, werr))
+		sc.fail(fmt.Errorf("%w: %s exited (%v)", ErrLost, peer, werr))
 	}()
 	return sc, nil
 }
@@ -119,9 +137,13 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// helperSays is the last line the helper (or the runtime) printed on
-// stderr.
-func (sc *streamConn) helperSays() string {
+// Root is the directory the server roots file operations at, resolved
+// on its side.
+func (sc *Conn) Root() string { return sc.hello.Root }
+
+// Says is the last line the helper (or the program that reaches it)
+// printed on stderr.
+func (sc *Conn) Says() string {
 	sc.errMu.Lock()
 	defer sc.errMu.Unlock()
 	msg := strings.TrimSpace(string(sc.stderr.Bytes()))
@@ -131,7 +153,8 @@ func (sc *streamConn) helperSays() string {
 	return msg
 }
 
-func (sc *streamConn) alive() bool {
+// Alive reports whether the session still carries operations.
+func (sc *Conn) Alive() bool {
 	if sc == nil {
 		return false
 	}
@@ -141,13 +164,13 @@ func (sc *streamConn) alive() bool {
 }
 
 // fail ends the session: every waiting operation gets err.
-func (sc *streamConn) fail(err error) {
+func (sc *Conn) fail(err error) {
 	sc.mu.Lock()
 	if sc.dead != nil {
 		sc.mu.Unlock()
 		return
 	}
-	if msg := sc.helperSays(); msg != "" && !errors.Is(err, sandbox.ErrClosed) {
+	if msg := sc.Says(); msg != "" && !errors.Is(err, sandbox.ErrClosed) {
 		err = fmt.Errorf("%w: %s", err, msg)
 	}
 	sc.dead = err
@@ -156,10 +179,12 @@ func (sc *streamConn) fail(err error) {
 	_ = sc.cmd.Process.Kill() // the helper sees EOF and ends its commands
 }
 
-func (sc *streamConn) close(err error) { sc.fail(err) }
+// Close ends the session with err (sandbox.ErrClosed when the caller
+// closes it): operations waiting get err, the process is killed.
+func (sc *Conn) Close(err error) { sc.fail(err) }
 
 // readLoop hands every frame to its operation, in order.
-func (sc *streamConn) readLoop(fr *wire.FrameReader) {
+func (sc *Conn) readLoop(fr *wire.FrameReader) {
 	for {
 		f, err := fr.ReadFrame()
 		if err == nil {
@@ -167,9 +192,9 @@ func (sc *streamConn) readLoop(fr *wire.FrameReader) {
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) {
-				err = fmt.Errorf("%w: the stream ended", errLost)
+				err = fmt.Errorf("%w: the stream ended", ErrLost)
 			} else {
-				err = fmt.Errorf("%w: %v", errLost, err)
+				err = fmt.Errorf("%w: %v", ErrLost, err)
 			}
 			sc.fail(err)
 			return
@@ -177,7 +202,7 @@ func (sc *streamConn) readLoop(fr *wire.FrameReader) {
 	}
 }
 
-func (sc *streamConn) op(id uint64) *clientOp {
+func (sc *Conn) op(id uint64) *clientOp {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	return sc.ops[id]
@@ -185,7 +210,7 @@ func (sc *streamConn) op(id uint64) *clientOp {
 
 // deliver routes one frame. Frames of an operation the host gave up on are
 // dropped; anything the helper must never send is a protocol error.
-func (sc *streamConn) deliver(f wire.Frame) error {
+func (sc *Conn) deliver(f wire.Frame) error {
 	switch f.Type {
 	case wire.FrameResponse:
 		var r wire.StreamResponse
@@ -232,7 +257,7 @@ func (sc *streamConn) deliver(f wire.Frame) error {
 }
 
 // start registers op under a new id and sends the request.
-func (sc *streamConn) start(op *clientOp, req wire.StreamRequest) (uint64, error) {
+func (sc *Conn) start(op *clientOp, req wire.StreamRequest) (uint64, error) {
 	op.res = make(chan wire.StreamResponse, 1)
 	sc.mu.Lock()
 	if sc.dead != nil {
@@ -245,13 +270,13 @@ func (sc *streamConn) start(op *clientOp, req wire.StreamRequest) (uint64, error
 	sc.ops[id] = op
 	sc.mu.Unlock()
 	if err := sc.fw.WriteJSON(wire.FrameRequest, id, req); err != nil {
-		sc.fail(fmt.Errorf("%w: %v", errLost, err))
+		sc.fail(fmt.Errorf("%w: %v", ErrLost, err))
 		return 0, sc.deadErr()
 	}
 	return id, nil
 }
 
-func (sc *streamConn) deadErr() error {
+func (sc *Conn) deadErr() error {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	return sc.dead
@@ -259,7 +284,7 @@ func (sc *streamConn) deadErr() error {
 
 // wait waits for op's response; a cancelled context abandons the
 // operation (its late frames are dropped).
-func (sc *streamConn) wait(ctx context.Context, id uint64, op *clientOp) (wire.StreamResponse, error) {
+func (sc *Conn) wait(ctx context.Context, id uint64, op *clientOp) (wire.StreamResponse, error) {
 	select {
 	case r := <-op.res:
 		return r, r.Err.Error()
@@ -275,7 +300,7 @@ func (sc *streamConn) wait(ctx context.Context, id uint64, op *clientOp) (wire.S
 
 // call runs one file operation: the request, then (for a write) the
 // content, then the response.
-func (sc *streamConn) call(ctx context.Context, req wire.StreamRequest, dataMax int, content []byte) (wire.StreamResponse, []byte, error) {
+func (sc *Conn) call(ctx context.Context, req wire.StreamRequest, dataMax int, content []byte) (wire.StreamResponse, []byte, error) {
 	op := &clientOp{dataMax: dataMax}
 	id, err := sc.start(op, req)
 	if err != nil {
@@ -283,7 +308,7 @@ func (sc *streamConn) call(ctx context.Context, req wire.StreamRequest, dataMax 
 	}
 	if req.Op == "write" {
 		if err := sc.fw.WriteData(wire.FrameData, id, content, wire.MaxFramePayload, true); err != nil {
-			sc.fail(fmt.Errorf("%w: %v", errLost, err))
+			sc.fail(fmt.Errorf("%w: %v", ErrLost, err))
 			return wire.StreamResponse{}, nil, sc.deadErr()
 		}
 	}
@@ -293,13 +318,14 @@ func (sc *streamConn) call(ctx context.Context, req wire.StreamRequest, dataMax 
 	}
 	if int64(len(op.data)) != res.Size {
 		err := fmt.Errorf("%w: %d data bytes for a response of %d", wire.ErrProtocol, len(op.data), res.Size)
-		sc.fail(fmt.Errorf("%w: %v", errLost, err))
+		sc.fail(fmt.Errorf("%w: %v", ErrLost, err))
 		return res, nil, sc.deadErr()
 	}
 	return res, op.data, nil
 }
 
-func (sc *streamConn) readStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error) {
+// ReadStat reads the file at rel (at most max bytes when max > 0) and its information.
+func (sc *Conn) ReadStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error) {
 	limit := int64(sandbox.MaxFileSize)
 	if max > 0 && max < limit {
 		limit = max
@@ -317,12 +343,14 @@ func (sc *streamConn) readStat(ctx context.Context, rel string, max int64) ([]by
 	return data, *res.Info, nil
 }
 
-func (sc *streamConn) write(ctx context.Context, rel string, data []byte) error {
+// Write replaces the file at rel with data.
+func (sc *Conn) Write(ctx context.Context, rel string, data []byte) error {
 	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "write", Path: []byte(rel), Size: int64(len(data))}, 0, data)
 	return err
 }
 
-func (sc *streamConn) stat(ctx context.Context, rel string) (sandbox.FileInfo, error) {
+// Stat describes the file at rel.
+func (sc *Conn) Stat(ctx context.Context, rel string) (sandbox.FileInfo, error) {
 	res, _, err := sc.call(ctx, wire.StreamRequest{Op: "stat", Path: []byte(rel)}, 0, nil)
 	if err != nil {
 		return sandbox.FileInfo{}, err
@@ -333,7 +361,8 @@ func (sc *streamConn) stat(ctx context.Context, rel string) (sandbox.FileInfo, e
 	return *res.Info, nil
 }
 
-func (sc *streamConn) glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error) {
+// Glob lists the paths pattern matches (directories only when dirsOnly).
+func (sc *Conn) Glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error) {
 	if dirsOnly {
 		pattern += "/"
 	}
@@ -344,7 +373,8 @@ func (sc *streamConn) glob(ctx context.Context, pattern string, dirsOnly bool) (
 	return wire.SplitNames(data), nil
 }
 
-func (sc *streamConn) list(ctx context.Context, rel string) ([]sandbox.FileInfo, error) {
+// List describes the entries of the directory at rel.
+func (sc *Conn) List(ctx context.Context, rel string) ([]sandbox.FileInfo, error) {
 	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "list", Path: []byte(rel)}, wire.MaxAnswerBytes, nil)
 	if err != nil {
 		return nil, err
@@ -352,7 +382,8 @@ func (sc *streamConn) list(ctx context.Context, rel string) ([]sandbox.FileInfo,
 	return wire.ReadListing(data)
 }
 
-func (sc *streamConn) search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
+// Search runs req where the files are.
+func (sc *Conn) Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
 	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "search", Search: &req}, wire.MaxAnswerBytes, nil)
 	if err != nil {
 		return sandbox.SearchResult{}, err
@@ -360,25 +391,28 @@ func (sc *streamConn) search(ctx context.Context, req sandbox.SearchRequest) (sa
 	return wire.ReadSearch(data)
 }
 
-func (sc *streamConn) mkdir(ctx context.Context, rel string) error {
+// Mkdir creates the directory at rel and its parents.
+func (sc *Conn) Mkdir(ctx context.Context, rel string) error {
 	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "mkdir", Path: []byte(rel)}, 0, nil)
 	return err
 }
 
-func (sc *streamConn) remove(ctx context.Context, rel string, recursive bool) error {
+// Remove removes the file or empty directory at rel (a tree when recursive).
+func (sc *Conn) Remove(ctx context.Context, rel string, recursive bool) error {
 	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "remove", Path: []byte(rel), Recursive: recursive}, 0, nil)
 	return err
 }
 
-func (sc *streamConn) rename(ctx context.Context, from, to string) error {
+// Rename moves from to to.
+func (sc *Conn) Rename(ctx context.Context, from, to string) error {
 	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "rename", Path: []byte(from), To: []byte(to)}, 0, nil)
 	return err
 }
 
-// exec runs one command over the stream: its input is sent within the
+// Exec runs one command over the stream: its input is sent within the
 // window the helper credits, its output is credited as it is consumed,
 // and its result comes after the last output frame.
-func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
 	argv := cmd.Args
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
@@ -428,7 +462,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 		end()
 		return sandbox.Result{}, sc.deadErr()
 	case <-guard.C:
-		stop = fmt.Errorf("%w: the command's timeout came and hutch's helper did not report its end within %v (is the container paused? the helper stops it once the container runs again)", ErrNotStopped, StopGrace)
+		stop = fmt.Errorf("%w: the command's timeout came and %s did not report its end within %v (is it paused? it stops the command once it runs again)", ErrNotStopped, sc.peer, StopGrace)
 	case <-ctx.Done():
 		stop = ctx.Err()
 	}
@@ -465,7 +499,7 @@ func (sc *streamConn) exec(ctx context.Context, cmd sandbox.Command) (sandbox.Re
 
 // consume feeds one output stream into its bounded buffer (and the live
 // writer while the caller listens), crediting each chunk back.
-func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t wire.FrameType, in *wire.Inbox, buf *tierkit.TailBuffer, live *tierkit.Live) {
+func (sc *Conn) consume(wg *sync.WaitGroup, id uint64, t wire.FrameType, in *wire.Inbox, buf *tierkit.TailBuffer, live *tierkit.Live) {
 	defer wg.Done()
 	refused := false
 	for {
@@ -489,7 +523,7 @@ func (sc *streamConn) consume(wg *sync.WaitGroup, id uint64, t wire.FrameType, i
 // sendStdin sends the command's input within its window, then a close.
 // A reader that blocks keeps this goroutine until it returns (as with
 // os/exec).
-func (sc *streamConn) sendStdin(id uint64, win *wire.Window, r io.Reader) {
+func (sc *Conn) sendStdin(id uint64, win *wire.Window, r io.Reader) {
 	buf := make([]byte, wire.StreamChunk)
 	for {
 		n := win.Take(wire.StreamChunk)
