@@ -49,7 +49,7 @@ func parse(text string) (patch, error) {
 	}
 	p.oldName, p.newName = rows[0][4:], rows[1][4:]
 	rows = rows[2:]
-	endA, endB := 0, 0          // lines of a and b covered so far
+	endA, endB := 0, 0             // lines of a and b covered so far
 	aEnded, bEnded := false, false // a side's last line (without newline) was seen
 	for len(rows) > 0 {
 		r := rows[0]
