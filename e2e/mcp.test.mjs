@@ -119,7 +119,9 @@ describe('hutch mcp', () => {
     const shell = list.tools.find((x) => x.name === 'shell');
     assert.deepEqual(shell.inputSchema.required, ['command']);
     const edit = list.tools.find((x) => x.name === 'edit_file');
-    assert.deepEqual([...edit.inputSchema.required].sort(), ['new_string', 'old_string', 'path']);
+    assert.deepEqual(edit.inputSchema.required, ['path']);
+    assert.deepEqual(Object.keys(edit.inputSchema.properties).sort(), ['dry_run', 'edits', 'new_string', 'old_string', 'path', 'replace_all']);
+    assert.deepEqual([...edit.inputSchema.properties.edits.items.required].sort(), ['new_string', 'old_string']);
   });
 
   test('tools/list: the virtual tier has no shell, even in auto mode', T, async (t) => {
@@ -172,8 +174,14 @@ describe('hutch mcp', () => {
     assert.equal(text(ok(await call(client, 'read_file', { path: path.join(root, 'dir', 'a.txt') }), 'read_file absolute')), 'hello\nworld\n');
 
     // edit_file: exactly one replacement, then replace_all.
+    const diff = (p, ...lines) => `--- a/${p}\n+++ b/${p}\n${lines.join('\n')}\n`;
+    structured(await call(client, 'edit_file', { path: 'dir/a.txt', old_string: 'world', new_string: 'there', dry_run: true }),
+      { ok: true, path: 'dir/a.txt', replacements: 1, dry_run: true, diff: diff('dir/a.txt', '@@ -1,2 +1,2 @@', ' hello', '-world', '+there'), lines_added: 1, lines_deleted: 1 },
+      'edit_file dry_run');
+    assert.equal(fs.readFileSync(path.join(root, 'dir', 'a.txt'), 'utf8'), 'hello\nworld\n', 'a dry run writes nothing');
     structured(await call(client, 'edit_file', { path: 'dir/a.txt', old_string: 'world', new_string: 'there' }),
-      { ok: true, path: 'dir/a.txt', replacements: 1 }, 'edit_file');
+      { ok: true, path: 'dir/a.txt', replacements: 1, diff: diff('dir/a.txt', '@@ -1,2 +1,2 @@', ' hello', '-world', '+there'), lines_added: 1, lines_deleted: 1 },
+      'edit_file');
     assert.equal(fs.readFileSync(path.join(root, 'dir', 'a.txt'), 'utf8'), 'hello\nthere\n');
     failed(await call(client, 'edit_file', { path: 'dir/a.txt', old_string: 'nowhere', new_string: 'x' }),
       'edit_file with a missing old_string', /old_string not found/);
@@ -182,8 +190,16 @@ describe('hutch mcp', () => {
     failed(await call(client, 'edit_file', { path: 'dir/a.txt', old_string: 'X', new_string: '-' }),
       'edit_file with an ambiguous old_string', /appears 2 times/, /replace_all/);
     structured(await call(client, 'edit_file', { path: 'dir/a.txt', old_string: 'X', new_string: '-', replace_all: true }),
-      { ok: true, path: 'dir/a.txt', replacements: 2 }, 'edit_file replace_all');
-    assert.equal(fs.readFileSync(path.join(root, 'dir', 'a.txt'), 'utf8'), 'a-b-c');
+      { ok: true, path: 'dir/a.txt', replacements: 2, diff: diff('dir/a.txt', '@@ -1 +1 @@', '-aXbXc', '\\ No newline at end of file', '+a-b-c', '\\ No newline at end of file'), lines_added: 1, lines_deleted: 1 },
+      'edit_file replace_all');
+    // edits: in order, all or none; the failing one is named.
+    failed(await call(client, 'edit_file', { path: 'dir/a.txt', edits: [{ old_string: 'a-', new_string: 'A' }, { old_string: 'zz', new_string: 'y' }] }),
+      'edit_file with a failing second edit', /edit 2: old_string not found/);
+    assert.equal(fs.readFileSync(path.join(root, 'dir', 'a.txt'), 'utf8'), 'a-b-c', 'a failed edit list changes nothing');
+    structured(await call(client, 'edit_file', { path: 'dir/a.txt', edits: [{ old_string: 'a-', new_string: 'A' }, { old_string: 'Ab', new_string: 'B' }] }),
+      { ok: true, path: 'dir/a.txt', replacements: 2, diff: diff('dir/a.txt', '@@ -1 +1 @@', '-a-b-c', '\\ No newline at end of file', '+B-c', '\\ No newline at end of file'), lines_added: 1, lines_deleted: 1 },
+      'edit_file edits');
+    assert.equal(fs.readFileSync(path.join(root, 'dir', 'a.txt'), 'utf8'), 'B-c');
 
     // glob: files only, sorted, root-relative; a trailing "/" lists directories.
     structured(await call(client, 'glob', { pattern: '**/*.txt' }),
@@ -197,7 +213,7 @@ describe('hutch mcp', () => {
     structured(await call(client, 'shell', { command: 'echo out; echo err >&2; exit 3' }),
       { exit_code: 3, stdout: 'out\n', stderr: 'err\n', timed_out: false, blocked: [] }, 'shell');
     structured(await call(client, 'shell', { command: 'pwd; cat dir/a.txt' }),
-      { exit_code: 0, stdout: `${root}\na-b-c`, stderr: '', timed_out: false, blocked: [] }, 'shell pwd');
+      { exit_code: 0, stdout: `${root}\nB-c`, stderr: '', timed_out: false, blocked: [] }, 'shell pwd');
     // What the shell writes, the file tools see.
     structured(await call(client, 'shell', { command: 'printf made-by-shell > fromsh.txt' }),
       { exit_code: 0, stdout: '', stderr: '', timed_out: false, blocked: [] }, 'shell writes a file');

@@ -102,12 +102,29 @@ var catalog = sync.OnceValue(func() []Tool {
 		{
 			Name: "edit_file",
 			Description: "Replace an exact piece of text in a file. old_string must match exactly once " +
-				"(or set replace_all). Read the file first.",
-			InputSchema: schema([]string{"new_string", "old_string", "path"}, map[string]map[string]any{
+				"(or set replace_all). Several replacements go in edits, applied in order, all or none. " +
+				"Answers with a unified diff of the change; dry_run shows the diff without writing. Read the file first.",
+			InputSchema: schema([]string{"path"}, map[string]map[string]any{
 				"path":        str("file path, relative to the sandbox root"),
-				"old_string":  str("the exact text to replace"),
+				"old_string":  str("the exact text to replace (or use edits)"),
 				"new_string":  str("the replacement text"),
 				"replace_all": {"type": "boolean", "description": "replace every occurrence instead of exactly one"},
+				"edits": {
+					"type":        "array",
+					"description": fmt.Sprintf("several replacements, each applied to the text the ones before it left; if one cannot apply, none is (at most %d)", MaxEdits),
+					"maxItems":    MaxEdits,
+					"items": map[string]any{
+						"type":                 "object",
+						"required":             []string{"new_string", "old_string"},
+						"additionalProperties": false,
+						"properties": map[string]any{
+							"old_string":  str("the exact text to replace"),
+							"new_string":  str("the replacement text"),
+							"replace_all": map[string]any{"type": "boolean", "description": "replace every occurrence instead of exactly one"},
+						},
+					},
+				},
+				"dry_run": {"type": "boolean", "description": "check the edits and answer with the diff, writing nothing"},
 			}),
 			Capability:   permission.Write,
 			Title:        "Edit file",

@@ -228,8 +228,19 @@ type WriteResult struct {
 type EditResult struct {
 	OK   bool   `json:"ok"`
 	Path string `json:"path"`
-	// Replacements counts the places changed.
+	// Replacements counts the places changed, over all edits.
 	Replacements int `json:"replacements"`
+	// DryRun reports that nothing was written: the diff is what the
+	// edits would do.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Diff is the change as a unified diff (a/path to b/path), at most
+	// MaxDiffBytes; LinesAdded and LinesDeleted count all of it, also
+	// what a cut left out.
+	Diff         string `json:"diff"`
+	LinesAdded   int    `json:"lines_added"`
+	LinesDeleted int    `json:"lines_deleted"`
+	// DiffCut reports that Diff was cut at MaxDiffBytes.
+	DiffCut bool `json:"diff_cut,omitempty"`
 }
 
 // MaxGlobBytes bounds the names one glob answer lists (see globFiles).
@@ -254,9 +265,19 @@ func Question(req permission.Request) string {
 		}
 	case "edit_file":
 		var a editArgs
-		if json.Unmarshal(req.Args, &a) == nil && a.OldString != nil && a.NewString != nil {
-			q += fmt.Sprintf(": replaces %s with %s", preview(*a.OldString), preview(*a.NewString))
-			if a.ReplaceAll {
+		if json.Unmarshal(req.Args, &a) != nil {
+			break
+		}
+		edits, err := a.list()
+		if err != nil {
+			break
+		}
+		// Every edit is shown; the more there are, the shorter each
+		// preview (each still says how much it left out).
+		room := max(previewBytes/len(edits), 40)
+		for i, e := range edits {
+			q += fmt.Sprintf(": %sreplaces %s with %s", editLabel(len(a.Edits), i), previewN(*e.OldString, room), previewN(*e.NewString, room))
+			if e.ReplaceAll {
 				q += " everywhere"
 			}
 		}
@@ -266,11 +287,15 @@ func Question(req permission.Request) string {
 
 // preview is s quoted, cut to previewBytes (on a character boundary) with
 // what was left out.
-func preview(s string) string {
-	if len(s) <= previewBytes {
+func preview(s string) string { return previewN(s, previewBytes) }
+
+// previewN is s quoted, cut to n bytes (on a character boundary) with
+// what was left out.
+func previewN(s string, n int) string {
+	if len(s) <= n {
 		return strconv.Quote(s)
 	}
-	cut := previewBytes
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
