@@ -12,6 +12,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/local"
 	"github.com/hutchsandbox/hutch/sandbox/virtual"
 	"github.com/hutchsandbox/hutch/tool"
 )
@@ -266,5 +267,50 @@ func TestEditRereadsAfterThePersonDecides(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(f); string(got) != "1 three" {
 		t.Fatalf("after the edit: %q (%+v); want the change made while asking kept", got, out)
+	}
+}
+
+// BenchmarkEditFile measures one edit in the middle of a 1 MiB file, the
+// diff of the answer included, on the host and in memory.
+func BenchmarkEditFile(b *testing.B) {
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog\n", 1<<20/44)
+	mid := len(text) / 2
+	mid += strings.IndexByte(text[mid:], '\n') + 1
+	text = text[:mid] + "MARK\n" + text[mid:]
+	dir := b.TempDir()
+	lsb, err := local.New(bg, local.Options{Dir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lsb.Close()
+	for name, sb := range map[string]sandbox.Sandbox{"local": lsb, "virtual": virtual.New(virtual.Options{})} {
+		b.Run(name, func(b *testing.B) {
+			g, err := permission.New(permission.Config{Mode: permission.Auto})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ts, err := tool.New(tool.Options{Sandbox: sb, Gate: g})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := sb.Write(bg, "big.txt", []byte(text)); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ts.Call(bg, "read_file", json.RawMessage(`{"path":"big.txt","limit":1}`)); err != nil {
+				b.Fatal(err)
+			}
+			args := [2]json.RawMessage{
+				json.RawMessage(`{"path":"big.txt","old_string":"MARK\n","new_string":"mark\n"}`),
+				json.RawMessage(`{"path":"big.txt","old_string":"mark\n","new_string":"MARK\n"}`),
+			}
+			b.SetBytes(int64(len(text)))
+			b.ResetTimer()
+			for i := range b.N {
+				out, err := ts.Call(bg, "edit_file", args[i%2])
+				if err != nil || out.IsError {
+					b.Fatalf("%+v %v", out, err)
+				}
+			}
+		})
 	}
 }
