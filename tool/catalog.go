@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hutchsandbox/hutch/internal/patch"
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -131,6 +132,21 @@ var catalog = sync.OnceValue(func() []Tool {
 			Hints:        Hints{Destructive: true},
 			OutputSchema: outputSchema[EditResult](),
 			call:         editFile,
+		},
+		{
+			Name:  "apply_patch",
+			Title: "Apply patch",
+			Description: fmt.Sprintf("Apply a unified diff (as git diff or diff -u prints it: --- a/path, +++ b/path, @@ hunks; new files from /dev/null, deletions to /dev/null, renames with rename from/rename to) to files in the sandbox, all or nothing. "+
+				"Each hunk applies at its line, or where its context and removed lines match exactly nearest to it; nothing is applied by similarity. "+
+				"Every existing file it changes, deletes or renames must have been read in this session first; a new file must not exist. "+
+				"Binary patches and copies are refused; at most %d files and %d bytes of patch.", MaxPatchFiles, patch.MaxSize),
+			InputSchema: schema([]string{"patch"}, map[string]map[string]any{
+				"patch": str("the unified diff; paths relative to the sandbox root"),
+			}),
+			Capability:   permission.Write,
+			Hints:        Hints{Destructive: true},
+			OutputSchema: outputSchema[PatchResult](),
+			call:         applyPatch,
 		},
 		{
 			Name:  "move",

@@ -25,7 +25,7 @@ func Example() {
 	out, _ = ts.Call(ctx, "read_file", []byte(`{"path": "../etc/passwd"}`))
 	fmt.Println(out.IsError, out.Text)
 	// Output:
-	// read_file glob grep list write_file edit_file move delete mkdir
+	// read_file glob grep list write_file edit_file apply_patch move delete mkdir
 	// {"ok":true,"path":"hello.txt","bytes":3}
 	// true read ../etc/passwd: path escapes the sandbox root (paths must stay inside the sandbox root)
 }

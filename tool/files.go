@@ -252,7 +252,7 @@ const previewBytes = 600
 // Question is what a person is asked about req, one line of printable
 // text: the capability and detail (a path, a command, a URL; past
 // permission.MaxAuditText bytes, its start, length and digest), the tool,
-// and for write_file and edit_file what the call writes, quoted and cut
+// and for write_file, edit_file and apply_patch what the call writes, quoted and cut
 // to a preview with its size, so a yes never covers content nobody saw.
 // Text from the agent cannot hide in it (see permission.Printable).
 func Question(req permission.Request) string {
@@ -262,6 +262,11 @@ func Question(req permission.Request) string {
 		var a writeArgs
 		if json.Unmarshal(req.Args, &a) == nil && a.Content != nil {
 			q += fmt.Sprintf(": writes %d bytes: %s", len(*a.Content), preview(*a.Content))
+		}
+	case "apply_patch":
+		var a patchArgs
+		if json.Unmarshal(req.Args, &a) == nil {
+			q += fmt.Sprintf(": applies a patch of %d bytes: %s", len(a.Patch), preview(a.Patch))
 		}
 	case "edit_file":
 		var a editArgs

@@ -94,8 +94,8 @@ type Options struct {
 	Search SearchBackend
 	// Code enables the run_code tool; nil leaves it out.
 	Code *CodeOptions
-	// WriteGuard controls the read-before-write guard of write_file and
-	// edit_file. GuardAuto (the default) turns it on for every real
+	// WriteGuard controls the read-before-write guard of write_file,
+	// edit_file and apply_patch. GuardAuto (the default) turns it on for every real
 	// filesystem — where editors, builds and other agents change files —
 	// and off for in-memory sandboxes (sandbox.InMemory).
 	WriteGuard Guard
@@ -158,7 +158,7 @@ func (ts *Toolset) Sandbox() sandbox.Sandbox { return ts.opts.Sandbox }
 
 // Tools lists the tools this session offers: read_file and glob always;
 // list where the sandbox can list (sandbox.FeatureManage) and read can
-// pass; write_file and edit_file unless write can never pass the gate,
+// pass; write_file, edit_file and apply_patch unless write can never pass the gate,
 // and move, delete and mkdir then too where the sandbox can manage; shell when
 // the sandbox has one and shell can pass; run_code with CodeOptions (its
 // default sandbox runs in every mode); fetch with a Fetcher and
@@ -172,7 +172,7 @@ func (ts *Toolset) offer() []Tool {
 	manage := ts.opts.Sandbox.Supports(sandbox.FeatureManage)
 	for _, t := range catalog() {
 		switch t.Name {
-		case "write_file", "edit_file":
+		case "write_file", "edit_file", "apply_patch":
 			if g.NeverAllows(permission.Write) {
 				continue
 			}

@@ -94,7 +94,7 @@ func TestOffering(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads := []string{"read_file", "glob", "grep", "list"}
-	writes := []string{"write_file", "edit_file", "move", "delete", "mkdir"}
+	writes := []string{"write_file", "edit_file", "apply_patch", "move", "delete", "mkdir"}
 	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	shell := []string{"shell", "process_output", "process_input", "process_kill", "process_list"}
 	all := join(reads, writes, shell, []string{"fetch", "web_search"})

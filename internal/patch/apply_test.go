@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/hutchsandbox/hutch/sandbox"
 )
 
 // numbered is lines "1\n" to "n\n".
@@ -188,5 +190,19 @@ func BenchmarkApply(b *testing.B) {
 		if _, err := Apply(files[0], old); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestApplyRefusesResultsOverMaxFileSize: the result's size is checked
+// before it is built.
+func TestApplyRefusesResultsOverMaxFileSize(t *testing.T) {
+	old := make([]byte, sandbox.MaxFileSize) // one long line of NULs
+	files, err := Parse([]byte("--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(files[0], old)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("would be %d bytes, over the %d byte limit", sandbox.MaxFileSize+2, sandbox.MaxFileSize)) {
+		t.Fatalf("Apply: %v; want the result refused as too large", err)
 	}
 }
