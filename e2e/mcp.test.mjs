@@ -18,7 +18,7 @@ const T = { timeout: 60_000 };
 const names = (list) => list.tools.map((t) => t.name).sort();
 // The tool families as hutch offers them.
 const readTools = ['read_file', 'glob', 'grep', 'list'];
-const writeTools = ['write_file', 'edit_file', 'move', 'delete', 'mkdir'];
+const writeTools = ['write_file', 'edit_file', 'apply_patch', 'move', 'delete', 'mkdir'];
 const shellTools = ['shell', 'process_output', 'process_input', 'process_kill', 'process_list'];
 const family = (...parts) => parts.flat().sort();
 
@@ -253,6 +253,37 @@ describe('hutch mcp', () => {
     assert.equal(fs.existsSync(path.join(base, 'y')), false, 'nothing was created outside');
 
     failed(await call(client, 'read_file', { path: 'missing.txt' }), 'read_file of a missing file', /not (found|exist)|no such/i);
+  });
+
+  test('apply_patch: a git diff over several files applies all or nothing, after the files were read', T, async (t) => {
+    const { root } = tempRoot(t);
+    fs.writeFileSync(path.join(root, 'a.txt'), 'one\ntwo\nthree\n');
+    fs.writeFileSync(path.join(root, 'gone.txt'), 'bye\n');
+    const { client } = await connect(t, ['--tier', 'local', '--root', root, '--mode', 'auto']);
+    const patch = 'diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n' +
+      'diff --git a/new/b.txt b/new/b.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new/b.txt\n@@ -0,0 +1 @@\n+bee\n' +
+      'diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n';
+    failed(await call(client, 'apply_patch', { patch }), 'apply_patch before read', /read a\.txt before overwriting it/);
+    assert.equal(fs.existsSync(path.join(root, 'new')), false, 'a refused patch writes nothing');
+    ok(await call(client, 'read_file', { path: 'a.txt' }), 'read_file a.txt');
+    ok(await call(client, 'read_file', { path: 'gone.txt' }), 'read_file gone.txt');
+    failed(await call(client, 'apply_patch', { patch: patch.replace('-two', '-TWO') }), 'apply_patch that does not match',
+      /a\.txt: hunk 1 \(patch line 4\) does not apply/, /line 1/);
+    structured(await call(client, 'apply_patch', { patch }), {
+      ok: true,
+      files: [
+        { path: 'a.txt', op: 'modify', added: 1, removed: 1 },
+        { path: 'new/b.txt', op: 'add', added: 1, removed: 0 },
+        { path: 'gone.txt', op: 'delete', added: 0, removed: 1 },
+      ],
+      summary: '3 files (1 modified, 1 added, 1 deleted), +2 -2 lines',
+    }, 'apply_patch');
+    assert.equal(fs.readFileSync(path.join(root, 'a.txt'), 'utf8'), 'one\n2\nthree\n');
+    assert.equal(fs.readFileSync(path.join(root, 'new', 'b.txt'), 'utf8'), 'bee\n');
+    assert.equal(fs.existsSync(path.join(root, 'gone.txt')), false);
+    const tool = (await client.listTools()).tools.find((x) => x.name === 'apply_patch');
+    assert.deepEqual(tool.inputSchema.required, ['patch']);
+    assert.equal(tool.annotations?.destructiveHint, true);
   });
 
   test('read-before-write: overwriting an unread or changed file is refused with a clear text', T, async (t) => {

@@ -14,6 +14,7 @@ export const toolArgs = {
   list: { args: {} },
   write_file: { args: { path: 'new.txt', content: 'written\n' } },
   edit_file: { args: { path: 'a.txt', old_string: 'alpha', new_string: 'beta' }, error: /read/i },
+  apply_patch: { args: { patch: '--- /dev/null\n+++ b/patched.txt\n@@ -0,0 +1 @@\n+patched\n' } },
   move: { args: { from: 'b.txt', to: 'moved.txt' } },
   delete: { args: { path: 'c.txt' } },
   mkdir: { args: { path: 'newdir' } },

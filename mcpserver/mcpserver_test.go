@@ -101,7 +101,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // writes, the shell with its background-process tools.
 var (
 	readTools  = []string{"read_file", "glob", "grep", "list"}
-	writeTools = []string{"write_file", "edit_file", "move", "delete", "mkdir"}
+	writeTools = []string{"write_file", "edit_file", "apply_patch", "move", "delete", "mkdir"}
 	shellTools = []string{"shell", "process_output", "process_input", "process_kill", "process_list"}
 )
 

@@ -25,8 +25,8 @@ func newMCPCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve hutch's tools over the Model Context Protocol (stdio, or --http ADDR)",
-		Long: `Serve hutch's tools (read_file, glob, write_file, edit_file, shell, fetch,
-web_search) to an MCP client. Which tools are listed depends on the tier and the
+		Long: `Serve hutch's tools (read_file, glob, write_file, edit_file, apply_patch, shell,
+fetch, web_search) to an MCP client. Which tools are listed depends on the tier and the
 permission mode: a tool the agent could never use is not offered.
 
 Settings come from flags, or from a YAML file (--config) with the same keys
