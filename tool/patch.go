@@ -146,6 +146,7 @@ func (ts *Toolset) planPatch(ctx context.Context, files []*patch.File, guard boo
 	var held int64
 	resolved := map[string]string{} // a resolved existing file: the patch path that named it
 	newPaths := map[string]bool{}   // the cleaned paths the patch creates
+	madeDirs := map[string]bool{}   // the directories the plan makes so far
 	for _, f := range files {
 		if f.Op == patch.Add || f.Op == patch.Rename {
 			newPaths[path.Clean(f.NewPath)] = true
@@ -193,7 +194,7 @@ func (ts *Toolset) planPatch(ctx context.Context, files []*patch.File, guard boo
 			} else if !errors.Is(err, sandbox.ErrNotFound) {
 				return refuse("%s", describeErr(asOp(string(f.Op), err)))
 			}
-			dirs, out := ts.missingParents(ctx, f.NewPath, newPaths)
+			dirs, out := ts.missingParents(ctx, f.NewPath, newPaths, madeDirs)
 			if out != nil {
 				return patchPlan{}, out
 			}
@@ -213,12 +214,16 @@ func (ts *Toolset) planPatch(ctx context.Context, files []*patch.File, guard boo
 	return plan, nil
 }
 
-// missingParents lists the directories above name that do not exist,
-// outermost first; a parent that is a file, or one the patch itself
-// creates as a file, is refused.
-func (ts *Toolset) missingParents(ctx context.Context, name string, newPaths map[string]bool) ([]string, *Output) {
+// missingParents lists the directories above name that do not exist
+// and that an earlier file of the plan does not make (made), outermost
+// first, and adds them to made; a parent that is a file, or one the patch
+// itself creates as a file, is refused.
+func (ts *Toolset) missingParents(ctx context.Context, name string, newPaths, made map[string]bool) ([]string, *Output) {
 	var missing []string
 	for dir := path.Dir(path.Clean(name)); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if made[dir] {
+			break // it and its parents are made for an earlier file
+		}
 		if newPaths[dir] {
 			out := failf("apply_patch: %s is below %s, which the patch creates as a file", name, dir)
 			return nil, &out
@@ -240,6 +245,9 @@ func (ts *Toolset) missingParents(ctx context.Context, name string, newPaths map
 	}
 	for i, j := 0, len(missing)-1; i < j; i, j = i+1, j-1 {
 		missing[i], missing[j] = missing[j], missing[i]
+	}
+	for _, d := range missing {
+		made[d] = true
 	}
 	return missing, nil
 }

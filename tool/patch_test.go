@@ -440,33 +440,50 @@ func (s *failingSandbox) Mkdir(ctx context.Context, p string) error {
 // moved back, directories it made removed — and the answer says what
 // failed, on every tier.
 func TestApplyPatchIsAllOrNothing(t *testing.T) {
-	// everyOp makes 10 changes: 1 write, 2 mkdirs and a write, 1
-	// remove, 2 mkdirs, a rename and a write, 1 write.
-	const changes = 10
-	for name := range patchTiers(t) {
-		for failAt := 1; failAt <= changes+1; failAt++ {
-			t.Run(name+"/change "+string(rune('0'+failAt/10))+string(rune('0'+failAt%10)), func(t *testing.T) {
-				inner := patchTiers(t)[name].Sandbox()
-				fsb := &failingSandbox{Sandbox: inner}
-				ts := toolsetWith(t, tool.Options{Sandbox: fsb, WriteGuard: tool.GuardOn}, permission.Config{Mode: permission.Auto})
-				seedPatchFiles(t, ts)
-				before := tree(t, inner)
-				fsb.failAt, fsb.changes = failAt, 0
-				out := call(t, ts, "apply_patch", map[string]any{"patch": everyOp})
-				if failAt > changes {
-					wantOK(t, out) // the count above is right: one more change fails nothing
-					if fsb.changes != changes {
-						t.Fatalf("the patch made %d changes, want %d", fsb.changes, changes)
-					}
-					return
-				}
-				wantErrText(t, out, "no space left on device (test)")
-				wantErrText(t, out, "nothing was changed")
-				if after := tree(t, inner); !mapsEqual(before, after) {
-					t.Fatalf("change %d failed and the files are not as before:\n%v\nwas\n%v", failAt, after, before)
-				}
-			})
+	// Two new files in one new directory, then a change.
+	twoAdds := "--- /dev/null\n+++ b/fresh/a.txt\n@@ -0,0 +1 @@\n+a\n" +
+		"--- /dev/null\n+++ b/fresh/b.txt\n@@ -0,0 +1 @@\n+b\n" +
+		"--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-package main\n+package main // b\n"
+	for _, p := range []struct {
+		name, patch string
+		changes     int
+	}{
+		// everyOp makes 10 changes: 1 write, 2 mkdirs and a write, 1
+		// remove, 2 mkdirs, a rename and a write, 1 write.
+		{"every op", everyOp, 10},
+		// twoAdds makes 4: a mkdir (once), 3 writes.
+		{"two new files in a new directory", twoAdds, 4},
+	} {
+		for name := range patchTiers(t) {
+			testAllOrNothing(t, name+"/"+p.name, name, p.patch, p.changes)
 		}
+	}
+}
+
+func testAllOrNothing(t *testing.T, label, tier, patch string, changes int) {
+	for failAt := 1; failAt <= changes+1; failAt++ {
+		t.Run(label+"/change "+string(rune('0'+failAt/10))+string(rune('0'+failAt%10)), func(t *testing.T) {
+			name := tier
+			inner := patchTiers(t)[name].Sandbox()
+			fsb := &failingSandbox{Sandbox: inner}
+			ts := toolsetWith(t, tool.Options{Sandbox: fsb, WriteGuard: tool.GuardOn}, permission.Config{Mode: permission.Auto})
+			seedPatchFiles(t, ts)
+			before := tree(t, inner)
+			fsb.failAt, fsb.changes = failAt, 0
+			out := call(t, ts, "apply_patch", map[string]any{"patch": patch})
+			if failAt > changes {
+				wantOK(t, out) // the count above is right: one more change fails nothing
+				if fsb.changes != changes {
+					t.Fatalf("the patch made %d changes, want %d", fsb.changes, changes)
+				}
+				return
+			}
+			wantErrText(t, out, "no space left on device (test)")
+			wantErrText(t, out, "nothing was changed")
+			if after := tree(t, inner); !mapsEqual(before, after) {
+				t.Fatalf("change %d failed and the files are not as before:\n%v\nwas\n%v", failAt, after, before)
+			}
+		})
 	}
 }
 
