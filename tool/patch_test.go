@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,7 +178,7 @@ func TestApplyPatchChangesEveryFileItNames(t *testing.T) {
 				"lib/extra.go":      patchSeed["lib/extra.go"],
 				"docs/":             "", "lib/": "", "new/": "", "new/dir/": "", "moved/": "", "moved/deeper/": "",
 			}
-			if !mapsEqual(got, wantTree) {
+			if !maps.Equal(got, wantTree) {
 				t.Fatalf("after the patch:\n%v\nwant\n%v", got, wantTree)
 			}
 			// The session knows what it wrote: a second patch needs no
@@ -185,18 +186,6 @@ func TestApplyPatchChangesEveryFileItNames(t *testing.T) {
 			patchResult(t, call(t, ts, "apply_patch", map[string]any{"patch": "--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-package main\n+package main // patched twice\n"}))
 		})
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // Every existing file a patch modifies, deletes or renames must have been
@@ -244,7 +233,7 @@ func TestApplyPatchNeedsEveryFileReadFirst(t *testing.T) {
 				}
 				before := tree(t, sb)
 				wantErrText(t, call(t, ts, "apply_patch", map[string]any{"patch": c.patch}), c.want)
-				if after := tree(t, sb); !mapsEqual(before, after) {
+				if after := tree(t, sb); !maps.Equal(before, after) {
 					t.Fatalf("a refused patch changed the files:\n%v\nwas\n%v", after, before)
 				}
 			})
@@ -480,7 +469,7 @@ func testAllOrNothing(t *testing.T, label, tier, patch string, changes int) {
 			}
 			wantErrText(t, out, "no space left on device (test)")
 			wantErrText(t, out, "nothing was changed")
-			if after := tree(t, inner); !mapsEqual(before, after) {
+			if after := tree(t, inner); !maps.Equal(before, after) {
 				t.Fatalf("change %d failed and the files are not as before:\n%v\nwas\n%v", failAt, after, before)
 			}
 		})
@@ -535,7 +524,7 @@ func TestApplyPatchKeepsToTheRoot(t *testing.T) {
 				if strings.Contains(out.Text, "\n") {
 					t.Errorf("error of more than one line: %q", out.Text)
 				}
-				if after := tree(t, ts.Sandbox()); !mapsEqual(before, after) {
+				if after := tree(t, ts.Sandbox()); !maps.Equal(before, after) {
 					t.Errorf("a refused patch changed the root: %v, was %v", after, before)
 				}
 				ents, _ := os.ReadDir(outside)
@@ -632,7 +621,7 @@ func TestApplyPatchMatchesGitApply(t *testing.T) {
 			}
 			wantOK(t, call(t, ts, "apply_patch", map[string]any{"patch": c.patch}))
 			want, got := hostTree(t, gitDir), hostTree(t, dir)
-			if !mapsEqual(got, want) {
+			if !maps.Equal(got, want) {
 				t.Fatalf("apply_patch made\n%q\ngit apply made\n%q", got, want)
 			}
 		})

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,24 +429,12 @@ func TestAttackSymlinkEscape(t *testing.T) {
 					}
 				}
 			}
-			if after := e.rootFiles(t); !mapsEqual(insideBefore, after) {
+			if after := e.rootFiles(t); !maps.Equal(insideBefore, after) {
 				t.Errorf("refused operations changed the root:\nbefore %q\nafter  %q", insideBefore, after)
 			}
 			e.assertOutsideUnchanged(t)
 		})
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestAttackGlobAll: "**" over a tree full of hostile links lists exactly
@@ -545,7 +534,7 @@ func TestAttackDanglingInside(t *testing.T) {
 				}
 			}
 			want[c.target] = "DATA"
-			if got := e.rootFiles(t); !mapsEqual(got, want) {
+			if got := e.rootFiles(t); !maps.Equal(got, want) {
 				t.Errorf("after Write(%s):\n got %q\nwant %q", c.write, got, want)
 			}
 			data, err := e.sb.Read(bg, c.write)
@@ -917,7 +906,7 @@ func TestAttackInvalidPaths(t *testing.T) {
 			}
 		})
 	}
-	if got, want := e.rootFiles(t), map[string]string{"a": "<dir>", "a/b": "<dir>"}; !mapsEqual(got, want) {
+	if got, want := e.rootFiles(t), map[string]string{"a": "<dir>", "a/b": "<dir>"}; !maps.Equal(got, want) {
 		t.Errorf("refused paths changed the root: %q", got)
 	}
 }
@@ -1034,7 +1023,7 @@ func TestAttackOddNames(t *testing.T) {
 		}
 	}
 	// On the host: exactly these names, byte for byte, all at the top.
-	if got := e.rootFiles(t); !mapsEqual(got, want) {
+	if got := e.rootFiles(t); !maps.Equal(got, want) {
 		t.Errorf("host files differ:\n got %q\nwant %q", got, want)
 	}
 	got, err := e.sb.Glob(bg, "*")
@@ -1170,7 +1159,7 @@ func TestAttackExecEnvSecrets(t *testing.T) {
 	if strings.Contains(string(r.Stdout), secret) {
 		t.Errorf("secret leaked to env: %q", r.Stdout)
 	}
-	if got := parse(string(r.Stdout), "\n"); !mapsEqual(got, want) {
+	if got := parse(string(r.Stdout), "\n"); !maps.Equal(got, want) {
 		t.Errorf("env = %q\nwant %q", got, want)
 	}
 
@@ -1186,7 +1175,7 @@ func TestAttackExecEnvSecrets(t *testing.T) {
 	for k, v := range want {
 		wantSh[k] = v
 	}
-	if got := parse(string(r.Stdout), "\x00"); !mapsEqual(got, wantSh) {
+	if got := parse(string(r.Stdout), "\x00"); !maps.Equal(got, wantSh) {
 		t.Errorf("/proc/self/environ = %q\nwant %q", got, wantSh)
 	}
 	// The command's own initial environment (PID 1's, read before the
@@ -1195,7 +1184,7 @@ func TestAttackExecEnvSecrets(t *testing.T) {
 	if err != nil || strings.Contains(string(r.Stdout), secret) {
 		t.Errorf("initial environ: %q, %v", r.Stdout, err)
 	}
-	if got := parse(string(r.Stdout), "\x00"); !mapsEqual(got, want) {
+	if got := parse(string(r.Stdout), "\x00"); !maps.Equal(got, want) {
 		t.Errorf("initial environ = %q\nwant %q", got, want)
 	}
 }
