@@ -2,6 +2,7 @@ package tool
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/hutchsandbox/hutch/internal/patch"
@@ -105,11 +106,8 @@ var catalog = sync.OnceValue(func() []Tool {
 			Description: "Replace an exact piece of text in a file. old_string must match exactly once " +
 				"(or set replace_all). Several replacements go in edits, applied in order, all or none. " +
 				"Answers with a unified diff of the change; dry_run shows the diff without writing. Read the file first.",
-			InputSchema: schema([]string{"path"}, map[string]map[string]any{
-				"path":        str("file path, relative to the sandbox root"),
-				"old_string":  str("the exact text to replace (or use edits)"),
-				"new_string":  str("the replacement text"),
-				"replace_all": {"type": "boolean", "description": "replace every occurrence instead of exactly one"},
+			InputSchema: schema([]string{"path"}, withProps(replacement("the exact text to replace (or use edits)"), map[string]map[string]any{
+				"path": str("file path, relative to the sandbox root"),
 				"edits": {
 					"type":        "array",
 					"description": fmt.Sprintf("several replacements, each applied to the text the ones before it left; if one cannot apply, none is (at most %d)", MaxEdits),
@@ -118,15 +116,11 @@ var catalog = sync.OnceValue(func() []Tool {
 						"type":                 "object",
 						"required":             []string{"new_string", "old_string"},
 						"additionalProperties": false,
-						"properties": map[string]any{
-							"old_string":  str("the exact text to replace"),
-							"new_string":  str("the replacement text"),
-							"replace_all": map[string]any{"type": "boolean", "description": "replace every occurrence instead of exactly one"},
-						},
+						"properties":           replacement("the exact text to replace"),
 					},
 				},
 				"dry_run": {"type": "boolean", "description": "check the edits and answer with the diff, writing nothing"},
-			}),
+			})),
 			Capability:   permission.Write,
 			Title:        "Edit file",
 			Hints:        Hints{Destructive: true},
@@ -287,3 +281,19 @@ var catalog = sync.OnceValue(func() []Tool {
 		},
 	}
 })
+
+// replacement is the schema of one edit_file replacement's fields, with
+// old_string described as old.
+func replacement(old string) map[string]map[string]any {
+	return map[string]map[string]any{
+		"old_string":  str(old),
+		"new_string":  str("the replacement text"),
+		"replace_all": {"type": "boolean", "description": "replace every occurrence instead of exactly one"},
+	}
+}
+
+// withProps is the properties of a and b together (b's win).
+func withProps(a, b map[string]map[string]any) map[string]map[string]any {
+	maps.Copy(a, b)
+	return a
+}

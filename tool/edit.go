@@ -160,7 +160,8 @@ func planEdit(ctx context.Context, sb sandbox.Sandbox, path string, edits []anEd
 	if err != nil {
 		return refuse("%s", describeErr(err))
 	}
-	p := editPlan{old: string(data), text: string(data)}
+	text := string(data) // one copy: the edits make their own
+	p := editPlan{old: text, text: text}
 	for i, e := range edits {
 		label, after := editLabel(given, i), ""
 		if i > 0 {

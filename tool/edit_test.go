@@ -45,16 +45,7 @@ func fileText(t *testing.T, sb sandbox.Sandbox, path string) string {
 
 func editResult(t *testing.T, out tool.Output) tool.EditResult {
 	t.Helper()
-	wantOK(t, out)
-	r, ok := out.Data.(tool.EditResult)
-	if !ok {
-		t.Fatalf("edit_file data is %T, want tool.EditResult", out.Data)
-	}
-	var fromText tool.EditResult
-	if err := json.Unmarshal([]byte(out.Text), &fromText); err != nil || fromText != r {
-		t.Fatalf("the text %q is not the JSON of the result %+v (%v)", out.Text, r, err)
-	}
-	return r
+	return structuredResult[tool.EditResult](t, "edit_file", out)
 }
 
 // Edits apply in order, each to the text the ones before it left, and the

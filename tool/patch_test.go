@@ -35,16 +35,7 @@ func patchTiers(t *testing.T) map[string]*tool.Toolset {
 
 func patchResult(t *testing.T, out tool.Output) tool.PatchResult {
 	t.Helper()
-	wantOK(t, out)
-	r, ok := out.Data.(tool.PatchResult)
-	if !ok {
-		t.Fatalf("apply_patch data is %T, want tool.PatchResult", out.Data)
-	}
-	var fromText tool.PatchResult
-	if err := json.Unmarshal([]byte(out.Text), &fromText); err != nil || !slices.Equal(fromText.Files, r.Files) || fromText.Summary != r.Summary {
-		t.Fatalf("the text %q is not the JSON of the result %+v (%v)", out.Text, r, err)
-	}
-	return r
+	return structuredResult[tool.PatchResult](t, "apply_patch", out)
 }
 
 // tree is every file of sb with its content, and every directory (as

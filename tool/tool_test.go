@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,6 +62,23 @@ func call(t *testing.T, ts *tool.Toolset, name string, args any) tool.Output {
 		t.Fatalf("%s(%s): %v", name, raw, err)
 	}
 	return out
+}
+
+// structuredResult is a successful call's structured result, checked to
+// be a T whose JSON the text content is.
+func structuredResult[T any](t *testing.T, name string, out tool.Output) T {
+	t.Helper()
+	wantOK(t, out)
+	r, ok := out.Data.(T)
+	if !ok {
+		var want T
+		t.Fatalf("%s data is %T, want %T", name, out.Data, want)
+	}
+	var fromText T
+	if err := json.Unmarshal([]byte(out.Text), &fromText); err != nil || !reflect.DeepEqual(fromText, r) {
+		t.Fatalf("the text %q is not the JSON of the result %+v (%v)", out.Text, r, err)
+	}
+	return r
 }
 
 func wantOK(t *testing.T, out tool.Output) {
