@@ -108,6 +108,10 @@ func TestEditsAreAllOrNothing(t *testing.T) {
 		{"no edit at all", map[string]any{}, "edit_file needs path and old_string and new_string, or path and edits"},
 		{"an empty edits", map[string]any{"edits": []map[string]any{}}, "edits is empty"},
 		{"too many edits", map[string]any{"edits": many}, fmt.Sprintf("over the limit of %d", tool.MaxEdits)},
+		{"the result would be over the size limit", map[string]any{"edits": []map[string]any{
+			{"old_string": "one", "new_string": strings.Repeat("o", 1<<20)},
+			{"old_string": "o", "new_string": strings.Repeat("z", 300), "replace_all": true}, // ~300 MiB, refused before it is built
+		}}, fmt.Sprintf("edit 2: the edited f.txt would be %d bytes, over the %d byte limit", (1<<20+1)*299+1<<20+5, sandbox.MaxFileSize)},
 		{"an unknown field in an edit", map[string]any{"edits": []map[string]any{{"old_string": "one", "new_string": "1", "old": "x"}}}, "unknown field"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -209,6 +210,10 @@ func TestApplyPatchNeedsEveryFileReadFirst(t *testing.T) {
 			wantOK(t, call(t, ts, "read_file", map[string]any{"path": "f.txt"}))
 		}, "g.txt already exists, but the patch renames it"},
 		{"modify a missing file", "--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-a\n+b\n", nil, "nope.txt does not exist"},
+		{"add below a file", "--- /dev/null\n+++ b/f.txt/x\n@@ -0,0 +1 @@\n+x\n", nil, "add f.txt/x: not a directory"},
+		{"add below a file the patch adds", "--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+n\n--- /dev/null\n+++ b/n/x\n@@ -0,0 +1 @@\n+x\n", nil,
+			"n/x is below n, which the patch creates as a file"},
+		{"too many files", manyAdds(tool.MaxPatchFiles + 1), nil, fmt.Sprintf("changes %d files, over the limit of %d", tool.MaxPatchFiles+1, tool.MaxPatchFiles)},
 		{"modify a directory", "--- a/d\n+++ b/d\n@@ -1 +1 @@\n-a\n+b\n", func(t *testing.T, ts *tool.Toolset) {
 			must(t, ts.Sandbox().Mkdir(bg, "d"))
 		}, "d is not a file"},
@@ -655,4 +660,13 @@ func TestApplyPatchRefusesFilesOverMaxFileSize(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "big.txt")); err != nil || fi.Size() != sandbox.MaxFileSize {
 		t.Fatalf("big.txt: %v %v", fi, err)
 	}
+}
+
+// manyAdds is a patch adding n one-line files.
+func manyAdds(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "--- /dev/null\n+++ b/many/%d.txt\n@@ -0,0 +1 @@\n+%d\n", i, i)
+	}
+	return b.String()
 }
