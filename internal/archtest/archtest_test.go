@@ -31,6 +31,7 @@ var shared = []string{
 	module + "/internal/boundary",
 	module + "/internal/hostfs",
 	module + "/internal/seccomp",
+	module + "/internal/streamserver",
 }
 
 // isTier reports whether path is a tier or a front end, which the inside

@@ -1,7 +1,6 @@
 package containerhelper
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/hostfs"
 	"github.com/hutchsandbox/hutch/internal/session"
+	"github.com/hutchsandbox/hutch/internal/streamserver"
 	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
@@ -140,13 +140,13 @@ func containerInit(untilEOF bool, ready string) int {
 	}
 }
 
-// streamServer answers one host over frames. File operations go through a
-// local-tier guard rooted at the working directory, inside the container,
-// so symbolic links are resolved where they live; commands go to reapers.
+// streamServer is the backend of one host's stream (internal/streamserver
+// reads the frames): file operations go through a local-tier guard rooted
+// at the working directory, inside the container, so symbolic links are
+// resolved where they live; commands go to reapers.
 type streamServer struct {
-	fw    *wire.FrameWriter
-	files *hostfs.FS
-	base  map[string]string // PATH, HOME, LANG as the container gives them
+	*hostfs.FS
+	base map[string]string // PATH, HOME, LANG as the container gives them
 	// limits are the container's own cgroup counters, read around each
 	// command to tell which limit (memory, pids) it hit.
 	limits boundary.CgroupFiles
@@ -155,20 +155,7 @@ type streamServer struct {
 	cmdLimits boundary.CommandLimits
 
 	mu   sync.Mutex
-	ops  map[uint64]*srvOp
 	idle []*reaperProc
-}
-
-// srvOp is one operation in progress.
-type srvOp struct {
-	req    wire.StreamRequest
-	data   []byte // write: content received so far
-	sealed bool   // write: its close came; the content is being written
-	// exec only:
-	stdin          *wire.Inbox
-	stdout, stderr *wire.Window
-	cancel         chan struct{}
-	cancelOnce     sync.Once
 }
 
 func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandLimits) int {
@@ -178,244 +165,21 @@ func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandL
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
-	s := &streamServer{fw: wire.NewFrameWriter(out), files: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim, ops: map[uint64]*srvOp{}}
+	s := &streamServer{FS: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim}
 	defer s.shutdown()
 	go s.prewarm()
-	if err := s.fw.WriteJSON(wire.FrameHello, 0, wire.Hello{Version: wire.StreamVersion, PID: os.Getpid(), Root: files.Root()}); err != nil {
-		return 1
+	if err := streamserver.Serve(context.Background(), in, out, s, wire.Hello{PID: os.Getpid(), Root: files.Root()}); err != nil {
+		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
+		return 2
 	}
-	fr := wire.NewFrameReader(in)
-	for {
-		f, err := fr.ReadFrame()
-		if err == io.EOF {
-			return 0 // the host let go: the session ends
-		}
-		if err == nil {
-			err = s.dispatch(f)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
-			return 2
-		}
-	}
+	return 0 // the host let go: the session ends
 }
 
-func (s *streamServer) op(id uint64) *srvOp {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ops[id]
-}
-
-// dispatch handles one frame from the host. Frames for an operation that
-// has already ended are dropped (they crossed its response).
-func (s *streamServer) dispatch(f wire.Frame) error {
-	switch f.Type {
-	case wire.FrameRequest:
-		return s.request(f)
-	case wire.FrameData:
-		op := s.op(f.ID)
-		if op == nil {
-			return nil
-		}
-		if op.req.Op != "write" || op.sealed || int64(len(op.data)+len(f.Payload)) > op.req.Size {
-			return wire.ProtoErr("unexpected data for operation %d", f.ID)
-		}
-		op.data = append(op.data, f.Payload...)
-	case wire.FrameClose:
-		op := s.op(f.ID)
-		if op == nil {
-			return nil
-		}
-		switch {
-		case wire.FrameType(f.Payload[0]) == wire.FrameData && op.req.Op == "write" && !op.sealed && int64(len(op.data)) == op.req.Size:
-			op.sealed = true // the content is complete: nothing may follow
-			go s.finish(f.ID, s.write(op))
-		case wire.FrameType(f.Payload[0]) == wire.FrameStdin && op.stdin != nil:
-			op.stdin.End()
-		case wire.FrameType(f.Payload[0]) == wire.FrameStdout && op.stdout != nil:
-			op.stdout.Refuse() // the host's reader failed: the command gets SIGPIPE
-		case wire.FrameType(f.Payload[0]) == wire.FrameStderr && op.stderr != nil:
-			op.stderr.Refuse()
-		default:
-			return wire.ProtoErr("unexpected close for operation %d", f.ID)
-		}
-	case wire.FrameStdin:
-		if op := s.op(f.ID); op != nil {
-			if op.stdin == nil {
-				return wire.ProtoErr("stdin for operation %d, which takes none", f.ID)
-			}
-			return op.stdin.Put(f.Payload)
-		}
-	case wire.FrameCredit:
-		if op := s.op(f.ID); op != nil && op.stdout != nil {
-			stream, n := wire.Credit(f)
-			switch stream {
-			case wire.FrameStdout:
-				return op.stdout.Add(n)
-			case wire.FrameStderr:
-				return op.stderr.Add(n)
-			}
-			return wire.ProtoErr("credit for %v from the host", stream)
-		}
-	case wire.FrameCancel:
-		if op := s.op(f.ID); op != nil && op.cancel != nil {
-			op.cancelOnce.Do(func() { close(op.cancel) })
-		}
-	default:
-		return wire.ProtoErr("%v frame from the host", f.Type)
-	}
-	return nil
-}
-
-func (s *streamServer) request(f wire.Frame) error {
-	var req wire.StreamRequest
-	if err := wire.DecodeJSON(f.Payload, &req); err != nil {
-		return err
-	}
-	op := &srvOp{req: req}
-	switch req.Op {
-	case "read", "stat", "glob", "list", "search", "mkdir", "remove", "rename":
-	case "write":
-		if req.Size < 0 || req.Size > sandbox.MaxFileSize {
-			return wire.ProtoErr("write of %d bytes", req.Size)
-		}
-		op.data = make([]byte, 0, req.Size)
-	case "exec":
-		op.stdout, op.stderr, op.cancel = wire.NewWindow(), wire.NewWindow(), make(chan struct{})
-		if req.Stdin {
-			op.stdin = wire.NewInbox()
-		}
-	default:
-		return wire.ProtoErr("unknown operation %q", req.Op)
-	}
-	s.mu.Lock()
-	if s.ops[f.ID] != nil {
-		s.mu.Unlock()
-		return wire.ProtoErr("operation id %d is in use", f.ID)
-	}
-	s.ops[f.ID] = op
-	s.mu.Unlock()
-	switch req.Op {
-	case "read":
-		go s.finish(f.ID, s.read(f.ID, op))
-	case "stat":
-		go func() {
-			fi, err := s.files.Stat(context.Background(), string(req.Path))
-			s.finish(f.ID, wire.StreamResponse{Info: &fi, Err: wire.ToWire(err)})
-		}()
-	case "glob":
-		go s.finish(f.ID, s.glob(f.ID, op))
-	case "list":
-		go s.finish(f.ID, s.list(f.ID, op))
-	case "search":
-		go s.finish(f.ID, s.search(f.ID, op))
-	case "mkdir", "remove", "rename":
-		go func() { s.finish(f.ID, wire.StreamResponse{Err: wire.ToWire(s.manage(req))}) }()
-	case "exec":
-		go func() { s.finish(f.ID, s.exec(f.ID, op)) }()
-	case "write":
-		if req.Size == 0 {
-			// Nothing follows but the close frame, which finishes it.
-			return nil
-		}
-	}
-	return nil
-}
-
-// finish sends an operation's response and forgets the operation. An
-// error response carries no file information.
-func (s *streamServer) finish(id uint64, res wire.StreamResponse) {
-	if res.Err != nil {
-		res.Info = nil
-	}
-	s.mu.Lock()
-	delete(s.ops, id)
-	s.mu.Unlock()
-	_ = s.fw.WriteJSON(wire.FrameResponse, id, res)
-}
-
-func (s *streamServer) read(id uint64, op *srvOp) wire.StreamResponse {
-	data, fi, err := s.files.ReadStat(context.Background(), string(op.req.Path), op.req.Max)
-	if err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	if err := s.fw.WriteData(wire.FrameData, id, data, wire.MaxFramePayload, false); err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	return wire.StreamResponse{Info: &fi, Size: int64(len(data))}
-}
-
-func (s *streamServer) write(op *srvOp) wire.StreamResponse {
-	return wire.StreamResponse{Err: wire.ToWire(s.files.Write(context.Background(), string(op.req.Path), op.data))}
-}
-
-func (s *streamServer) glob(id uint64, op *srvOp) wire.StreamResponse {
-	files, err := s.files.Glob(context.Background(), string(op.req.Pattern))
-	if err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	b := wire.JoinNames(files)
-	if err := s.fw.WriteData(wire.FrameData, id, b, wire.MaxFramePayload, false); err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	return wire.StreamResponse{Size: int64(len(b))}
-}
-
-func (s *streamServer) list(id uint64, op *srvOp) wire.StreamResponse {
-	ents, err := s.files.List(context.Background(), string(op.req.Path))
-	if err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	return s.answer(id, func(w io.Writer) error { return wire.WriteListing(w, ents) })
-}
-
-func (s *streamServer) search(id uint64, op *srvOp) wire.StreamResponse {
-	if op.req.Search == nil {
-		return wire.StreamResponse{Err: wire.ToWire(errors.New("search without a request"))}
-	}
-	res, err := s.files.Search(context.Background(), *op.req.Search)
-	if err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	return s.answer(id, func(w io.Writer) error { return wire.WriteSearch(w, res) })
-}
-
-// answer sends what write writes as the operation's data, and the
-// response that counts it.
-func (s *streamServer) answer(id uint64, write func(io.Writer) error) wire.StreamResponse {
-	var b bytes.Buffer
-	if err := write(&b); err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	if err := s.fw.WriteData(wire.FrameData, id, b.Bytes(), wire.MaxFramePayload, false); err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	return wire.StreamResponse{Size: int64(b.Len())}
-}
-
-// manage is mkdir, remove and rename.
-func (s *streamServer) manage(req wire.StreamRequest) error {
-	ctx := context.Background()
-	switch req.Op {
-	case "mkdir":
-		return s.files.Mkdir(ctx, string(req.Path))
-	case "remove":
-		return s.files.Remove(ctx, string(req.Path), req.Recursive)
-	}
-	return s.files.Rename(ctx, string(req.Path), string(req.To))
-}
-
-// exec runs one command through an idle reaper and streams its output.
+// Exec runs one command through an idle reaper and streams its output.
 // The response goes out only after every output frame.
-func (s *streamServer) exec(id uint64, op *srvOp) wire.StreamResponse {
-	defer func() {
-		op.stdout.Close()
-		op.stderr.Close()
-		if op.stdin != nil {
-			op.stdin.Abort()
-		}
-	}()
-	job, err := s.execJob(op.req)
+func (s *streamServer) Exec(ctx context.Context, req wire.StreamRequest, sio streamserver.Stdio) wire.StreamResponse {
+	id := sio.ID
+	job, err := s.execJob(req)
 	if err != nil {
 		return wire.StreamResponse{Err: wire.ToWire(err)}
 	}
@@ -435,7 +199,7 @@ func (s *streamServer) exec(id uint64, op *srvOp) wire.StreamResponse {
 		pipes[i] = [2]*os.File{rd, wr}
 	}
 	before := s.limits.Counts()
-	err = r.conn.Send(wire.Request{ID: id, Op: "exec", Job: job, Timeout: op.req.TimeoutMS}, pipes[0][0], pipes[1][1], pipes[2][1])
+	err = r.conn.Send(wire.Request{ID: id, Op: "exec", Job: job, Timeout: req.TimeoutMS}, pipes[0][0], pipes[1][1], pipes[2][1])
 	// The reaper holds its copies now: the output ends when the command's
 	// last process lets go of it.
 	pipes[0][0].Close()
@@ -447,14 +211,14 @@ func (s *streamServer) exec(id uint64, op *srvOp) wire.StreamResponse {
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go s.pump(&wg, id, wire.FrameStdout, pipes[1][0], op.stdout)
-	go s.pump(&wg, id, wire.FrameStderr, pipes[2][0], op.stderr)
-	go feed(s.fw, id, op.stdin, pipes[0][1])
+	go sio.Pump(&wg, wire.FrameStdout, pipes[1][0])
+	go sio.Pump(&wg, wire.FrameStderr, pipes[2][0])
+	go sio.Feed(pipes[0][1])
 
 	answered := make(chan struct{})
 	go func() {
 		select {
-		case <-op.cancel:
+		case <-ctx.Done():
 			_ = r.conn.Send(wire.Request{ID: id, Op: "cancel"})
 		case <-answered:
 		}
@@ -500,7 +264,7 @@ func (s *streamServer) execJob(req wire.StreamRequest) (*wire.Job, error) {
 	if dir == "" {
 		dir = "."
 	}
-	fi, err := s.files.Stat(context.Background(), dir)
+	fi, err := s.FS.Stat(context.Background(), dir)
 	switch {
 	case err != nil:
 		return nil, err
@@ -519,63 +283,7 @@ func (s *streamServer) execJob(req wire.StreamRequest) (*wire.Job, error) {
 	for i, a := range req.Argv {
 		argv[i] = string(a)
 	}
-	return &wire.Job{Argv: argv, Env: tierkit.EnvList(env), Dir: path.Join(s.files.Root(), fi.Path)}, nil
-}
-
-// pump sends what the command writes on one stream, within the stream's
-// window, until the stream ends.
-func (s *streamServer) pump(wg *sync.WaitGroup, id uint64, t wire.FrameType, r *os.File, win *wire.Window) {
-	defer wg.Done()
-	buf := make([]byte, wire.StreamChunk)
-	for {
-		n := win.Take(wire.StreamChunk)
-		if n == 0 {
-			if win.Refused() {
-				// The host's reader failed: as with a closed pipe, the
-				// command's next write gets SIGPIPE.
-				r.Close()
-				return
-			}
-			_, _ = io.Copy(io.Discard, r) // the host stopped listening
-			return
-		}
-		k, err := r.Read(buf[:n])
-		if k < n {
-			_ = win.Add(n - k)
-		}
-		if k > 0 {
-			if s.fw.WriteFrame(t, id, buf[:k]) != nil {
-				win.Close()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// feed writes the host's stdin frames into the command and credits them
-// back; once the command stops reading, the rest is dropped (still
-// credited, so the host never waits on a dead stream).
-func feed(fw *wire.FrameWriter, id uint64, in *wire.Inbox, w *os.File) {
-	defer w.Close()
-	if in == nil {
-		return
-	}
-	broken := false
-	for {
-		chunk, ok := in.Next()
-		if !ok {
-			return
-		}
-		if !broken {
-			if _, err := w.Write(chunk); err != nil {
-				broken = true
-				w.Close()
-			}
-		}
-		_ = fw.WriteFrame(wire.FrameCredit, id, wire.CreditPayload(wire.FrameStdin, len(chunk)))
-	}
+	return &wire.Job{Argv: argv, Env: tierkit.EnvList(env), Dir: path.Join(s.FS.Root(), fi.Path)}, nil
 }
 
 // maxIdleReapers bounds the reapers kept for later commands.

@@ -37,16 +37,15 @@ const StopGrace = 5 * time.Second
 // helloTimeout bounds the wait for the helper's first frame.
 const helloTimeout = 30 * time.Second
 
-// Conn is the client's end of one helper session: a process (a runtime's
-// `exec -i`, ssh, kubectl exec, or hutch serve itself) whose stdin and
-// stdout carry the frames. It is safe for concurrent use.
+// Conn is the client's end of one helper session over a byte stream: a
+// process's stdin and stdout (a runtime's `exec -i`, ssh, kubectl exec,
+// `hutch serve --stdio`) or a network connection to `hutch serve
+// --listen`. It is safe for concurrent use.
 type Conn struct {
-	cmd    *exec.Cmd
-	peer   string // who serves, for errors ("the helper in the container")
-	hello  wire.Hello
-	fw     *wire.FrameWriter
-	stderr *tierkit.TailBuffer // the helper's own messages, for errors
-	errMu  sync.Mutex
+	rwc   io.ReadWriteCloser
+	peer  string // who serves, for errors ("the helper in the container")
+	hello wire.Hello
+	fw    *wire.FrameWriter
 
 	mu     sync.Mutex
 	ops    map[uint64]*clientOp
@@ -65,31 +64,18 @@ type clientOp struct {
 	stdin          *wire.Window
 }
 
-// Dial starts c, a command whose stdin and stdout reach a helper stream
-// server, and waits for the server's hello (at most 30 s, or until ctx
-// ends). peer names the server in errors ("the helper in the
-// container"). The process is killed when the Conn closes or fails; c's
-// Stdin, Stdout and Stderr must be unset.
-func Dial(ctx context.Context, c *exec.Cmd, peer string) (*Conn, error) {
-	in, err := c.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	sc := &Conn{cmd: c, peer: peer, fw: wire.NewFrameWriter(in), stderr: &tierkit.TailBuffer{Max: 4096},
-		ops: map[uint64]*clientOp{}, done: make(chan struct{})}
-	c.Stderr = writerFunc(func(p []byte) (int, error) {
-		sc.errMu.Lock()
-		defer sc.errMu.Unlock()
-		return sc.stderr.Write(p)
-	})
-	if err := c.Start(); err != nil {
-		return nil, err
-	}
-	fr := wire.NewFrameReader(out)
+// Sayer is implemented by streams that know what the other end printed
+// on the side (a process's stderr): Conn adds its last line to errors.
+type Sayer interface {
+	Says() string
+}
+
+// Open waits for the server's hello on rwc (at most 30 s, or until ctx
+// ends) and returns the session. peer names the server in errors. rwc is
+// closed when the Conn closes or fails, or when Open fails.
+func Open(ctx context.Context, rwc io.ReadWriteCloser, peer string) (*Conn, error) {
+	sc := &Conn{rwc: rwc, peer: peer, fw: wire.NewFrameWriter(rwc), ops: map[uint64]*clientOp{}, done: make(chan struct{})}
+	fr := wire.NewFrameReader(rwc)
 	hello := make(chan error, 1)
 	go func() {
 		f, err := fr.ReadFrame()
@@ -111,6 +97,7 @@ func Dial(ctx context.Context, c *exec.Cmd, peer string) (*Conn, error) {
 	}()
 	timer := time.NewTimer(helloTimeout)
 	defer timer.Stop()
+	var err error
 	select {
 	case err = <-hello:
 	case <-ctx.Done():
@@ -119,18 +106,103 @@ func Dial(ctx context.Context, c *exec.Cmd, peer string) (*Conn, error) {
 		err = fmt.Errorf("no answer from %s within %v", peer, helloTimeout)
 	}
 	if err != nil {
-		_ = c.Process.Kill()
-		_ = c.Wait()
+		_ = rwc.Close()
 		if msg := sc.Says(); msg != "" {
 			err = fmt.Errorf("%v: %s", err, msg)
 		}
 		return nil, err
 	}
+	return sc, nil
+}
+
+// Dial starts c, a command whose stdin and stdout reach a helper stream
+// server, and opens the session over them (see Open). The process is
+// killed when the Conn closes or fails; c's Stdin, Stdout and Stderr
+// must be unset.
+func Dial(ctx context.Context, c *exec.Cmd, peer string) (*Conn, error) {
+	cs, err := StartCommand(c)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := Open(ctx, cs, peer)
+	if err != nil {
+		return nil, err
+	}
 	go func() {
-		werr := c.Wait()
+		werr := cs.Wait()
 		sc.fail(fmt.Errorf("%w: %s exited (%v)", ErrLost, peer, werr))
 	}()
 	return sc, nil
+}
+
+// CommandStream is a started command's stdin and stdout as one stream;
+// Close kills the command. Its Says is the last line the command printed
+// on stderr.
+type CommandStream struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    io.ReadCloser
+	errMu  sync.Mutex
+	stderr *tierkit.TailBuffer
+	waited chan struct{}
+	werr   error
+}
+
+// StartCommand starts c with pipes for its stdin and stdout (and a bounded
+// tail of its stderr); c's Stdin, Stdout and Stderr must be unset.
+func StartCommand(c *exec.Cmd) (*CommandStream, error) {
+	in, err := c.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cs := &CommandStream{cmd: c, in: in, out: out, stderr: &tierkit.TailBuffer{Max: 4096}, waited: make(chan struct{})}
+	c.Stderr = writerFunc(func(p []byte) (int, error) {
+		cs.errMu.Lock()
+		defer cs.errMu.Unlock()
+		return cs.stderr.Write(p)
+	})
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		cs.werr = c.Wait()
+		close(cs.waited)
+	}()
+	return cs, nil
+}
+
+func (cs *CommandStream) Read(p []byte) (int, error)  { return cs.out.Read(p) }
+func (cs *CommandStream) Write(p []byte) (int, error) { return cs.in.Write(p) }
+
+// Close kills the command (it sees EOF first when it still reads).
+func (cs *CommandStream) Close() error {
+	_ = cs.in.Close()
+	return cs.cmd.Process.Kill()
+}
+
+// Wait waits for the command to end.
+func (cs *CommandStream) Wait() error {
+	<-cs.waited
+	return cs.werr
+}
+
+// Says is the last line the command printed on stderr.
+func (cs *CommandStream) Says() string {
+	cs.errMu.Lock()
+	defer cs.errMu.Unlock()
+	return lastLine(cs.stderr.Bytes())
+}
+
+func lastLine(b []byte) string {
+	msg := strings.TrimSpace(string(b))
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+		msg = msg[i+1:]
+	}
+	return msg
 }
 
 type writerFunc func([]byte) (int, error)
@@ -142,16 +214,16 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func (sc *Conn) Root() string { return sc.hello.Root }
 
 // Says is the last line the helper (or the program that reaches it)
-// printed on stderr.
+// printed on stderr, when the stream knows it.
 func (sc *Conn) Says() string {
-	sc.errMu.Lock()
-	defer sc.errMu.Unlock()
-	msg := strings.TrimSpace(string(sc.stderr.Bytes()))
-	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-		msg = msg[i+1:]
+	if sy, ok := sc.rwc.(Sayer); ok {
+		return sy.Says()
 	}
-	return msg
+	return ""
 }
+
+// Hello is what the server said of itself when the session began.
+func (sc *Conn) Hello() wire.Hello { return sc.hello }
 
 // Alive reports whether the session still carries operations.
 func (sc *Conn) Alive() bool {
@@ -176,7 +248,7 @@ func (sc *Conn) fail(err error) {
 	sc.dead = err
 	close(sc.done)
 	sc.mu.Unlock()
-	_ = sc.cmd.Process.Kill() // the helper sees EOF and ends its commands
+	_ = sc.rwc.Close() // the helper sees EOF and ends its commands
 }
 
 // Close ends the session with err (sandbox.ErrClosed when the caller
@@ -301,6 +373,10 @@ func (sc *Conn) wait(ctx context.Context, id uint64, op *clientOp) (wire.StreamR
 // call runs one file operation: the request, then (for a write) the
 // content, then the response.
 func (sc *Conn) call(ctx context.Context, req wire.StreamRequest, dataMax int, content []byte) (wire.StreamResponse, []byte, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		// The server holds the operation no longer than this side waits.
+		req.TimeoutMS = max(1, time.Until(dl).Milliseconds())
+	}
 	op := &clientOp{dataMax: dataMax}
 	id, err := sc.start(op, req)
 	if err != nil {
@@ -417,7 +493,7 @@ func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 	if cmd.Shell != "" {
 		argv = []string{"/bin/sh", "-c", cmd.Shell}
 	}
-	req := wire.StreamRequest{Op: "exec", Dir: []byte(cmd.Dir), TimeoutMS: cmd.Timeout.Milliseconds(), Stdin: cmd.Stdin != nil}
+	req := wire.StreamRequest{Op: "exec", Dir: []byte(cmd.Dir), TimeoutMS: cmd.Timeout.Milliseconds(), Stdin: cmd.Stdin != nil, MaxOutput: cmd.MaxOutput}
 	for _, a := range argv {
 		req.Argv = append(req.Argv, []byte(a))
 	}
@@ -494,6 +570,17 @@ func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 		st.Report(&out)
 	}
 	out.Limit = res.Limit
+	if res.Signal != "" {
+		out.Signal = res.Signal
+	}
+	out.Blocked = res.Blocked
+	// A server whose live copy was cut short sends its own tails.
+	if res.StdoutSize > out.StdoutSize {
+		out.Stdout, out.StdoutSize, out.StdoutTruncated = res.Stdout, res.StdoutSize, res.StdoutSize > int64(len(res.Stdout))
+	}
+	if res.StderrSize > out.StderrSize {
+		out.Stderr, out.StderrSize, out.StderrTruncated = res.Stderr, res.StderrSize, res.StderrSize > int64(len(res.Stderr))
+	}
 	return out, nil
 }
 

@@ -282,6 +282,13 @@ type Hello struct {
 	PID int `json:"pid"`
 	// Root is the directory file operations are rooted at, resolved.
 	Root string `json:"root"`
+	// What `hutch serve` says of the sandbox it serves (the container's
+	// helper leaves them empty): the tier's name, its Instructions, its
+	// Scope, and the features it supports.
+	Tier         string            `json:"tier,omitempty"`
+	Instructions string            `json:"instructions,omitempty"`
+	Scope        string            `json:"scope,omitempty"`
+	Features     []sandbox.Feature `json:"features,omitempty"`
 }
 
 // StreamRequest is one operation. Paths, patterns, arguments and
@@ -307,6 +314,9 @@ type StreamRequest struct {
 	// Stdin says Stdin frames follow; without it the command's input is
 	// empty.
 	Stdin bool `json:"stdin,omitempty"`
+	// MaxOutput is how much of each output stream the caller keeps (0:
+	// the default), so a server that captures too reports the same.
+	MaxOutput int `json:"max_output,omitempty"`
 }
 
 // StreamResponse ends one operation.
@@ -321,6 +331,20 @@ type StreamResponse struct {
 	// counter moved while the command ran, for an exec that did not time
 	// out.
 	Limit string `json:"limit,omitempty"`
+	// Signal names the signal that ended the command, from a server
+	// that knows it by name (Status then carries ExitCode 128+N alone).
+	Signal string `json:"signal,omitempty"`
+	// Blocked lists the network destinations the sandbox refused while
+	// the command ran.
+	Blocked []string `json:"blocked,omitempty"`
+	// StdoutSize and StderrSize count everything the command printed,
+	// from a server that counts it; when they are more than the output
+	// frames carried (a server's live copy was cut short), Stdout and
+	// Stderr carry the server's own tails of them.
+	StdoutSize int64  `json:"stdout_size,omitempty"`
+	StderrSize int64  `json:"stderr_size,omitempty"`
+	Stdout     []byte `json:"stdout,omitempty"`
+	Stderr     []byte `json:"stderr,omitempty"`
 	// Quoted, on the wire only, says Info.Path and Err's words are in Go's
 	// quoted form (see quoteWords).
 	Quoted bool `json:"quoted,omitempty"`

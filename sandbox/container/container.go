@@ -56,7 +56,7 @@ const StopGrace = streamclient.StopGrace
 // FileTimeout is the deadline of a file operation (Read, ReadStat, Write,
 // Stat, Glob) whose context has none: a paused or hung container holds
 // no call longer than this, plus StopGrace.
-const FileTimeout = 30 * time.Second
+const FileTimeout = streamclient.FileTimeout
 
 // Mode says how a started sandbox reaches its container.
 type Mode string
@@ -71,6 +71,11 @@ const (
 // Sandbox is a container. Create one with New; the container starts on the
 // first operation (or Start). It is safe for concurrent use.
 type Sandbox struct {
+	// Front has the file operations: Read, ReadStat, Write, Stat, Glob,
+	// List, Search, Mkdir, Remove, Rename. List, Search and the three
+	// that change entries need hutch's helper in the container (see
+	// Mode): without it, they are ErrUnsupported.
+	streamclient.Front
 	o      Options
 	prog   string // the runtime's program, resolved
 	helper string // the helper binary to mount ("" none)
@@ -106,11 +111,21 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 		return nil, err
 	}
 	s := &Sandbox{o: o, prog: prog}
+	s.front()
 	s.helper, s.arch, s.noHelp, err = chooseHelper(o)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// front sets up the file operations.
+func (s *Sandbox) front() {
+	s.Front = streamclient.NewFront(s.o.WorkDir, "the container", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.closed
+	}, s.ready, func(err error) error { return s.failed(err, isLost(err)) })
 }
 
 // program finds the runtime's program (Program, or the runtime's own).
@@ -237,24 +252,9 @@ func (s *Sandbox) Start(ctx context.Context) error {
 	return err
 }
 
-// backend is how operations reach the container: the helper's stream or
-// the runtime's exec.
-type backend interface {
-	ReadStat(ctx context.Context, rel string, max int64) ([]byte, sandbox.FileInfo, error)
-	Write(ctx context.Context, rel string, data []byte) error
-	Stat(ctx context.Context, rel string) (sandbox.FileInfo, error)
-	Glob(ctx context.Context, pattern string, dirsOnly bool) ([]string, error)
-	List(ctx context.Context, rel string) ([]sandbox.FileInfo, error)
-	Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error)
-	Mkdir(ctx context.Context, rel string) error
-	Remove(ctx context.Context, rel string, recursive bool) error
-	Rename(ctx context.Context, from, to string) error
-	Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error)
-}
-
 // ready returns the backend, starting the container or reconnecting to
 // the helper first when needed. Concurrent callers share one start.
-func (s *Sandbox) ready(ctx context.Context) (backend, error) {
+func (s *Sandbox) ready(ctx context.Context) (streamclient.Backend, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -634,211 +634,6 @@ func randomHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// clean resolves a caller's path lexically (the helper or the fallback
-// resolves links inside the container), before anything starts; a closed
-// sandbox says so first.
-func (s *Sandbox) clean(op, p string) (string, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return "", sandbox.ErrClosed
-	}
-	rel, err := sandbox.Clean(s.o.WorkDir, p)
-	if err != nil {
-		return "", tierkit.PathError(op, p, err)
-	}
-	return rel, nil
-}
-
-// errFileTimeout is the cause of a file operation's default deadline.
-var errFileTimeout = fmt.Errorf("no answer from the container within %v, the deadline of a file operation without one of its own (is the container paused or overloaded?): unpause it, or retry: %w", FileTimeout, context.DeadlineExceeded)
-
-// fileContext gives a file operation FileTimeout when ctx has no
-// deadline.
-func fileContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeoutCause(ctx, FileTimeout, errFileTimeout)
-}
-
-// fileErr is a file operation's error, saying so when the default
-// deadline ended it.
-func fileErr(ctx context.Context, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(ctx), errFileTimeout) {
-		return errFileTimeout
-	}
-	return err
-}
-
-// Read returns the content of a regular file in the container.
-func (s *Sandbox) Read(ctx context.Context, p string) ([]byte, error) {
-	data, _, err := s.ReadStat(ctx, p, 0)
-	return data, err
-}
-
-// ReadStat reads at most max bytes (all, up to sandbox.MaxFileSize, when
-// max <= 0) of a regular file and describes it, in one operation.
-func (s *Sandbox) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
-	rel, err := s.clean("read", p)
-	if err != nil {
-		return nil, sandbox.FileInfo{}, err
-	}
-	type read struct {
-		data []byte
-		fi   sandbox.FileInfo
-	}
-	r, err := fileOp(ctx, s, func(ctx context.Context, b backend) (read, error) {
-		data, fi, err := b.ReadStat(ctx, rel, max)
-		return read{data, fi}, err
-	})
-	if err != nil {
-		return nil, sandbox.FileInfo{}, err
-	}
-	r.fi.Path = rel
-	return r.data, r.fi, nil
-}
-
-// fileOp runs a file operation under fileContext, once the backend is
-// ready, and turns its failure into what the caller should see.
-func fileOp[T any](ctx context.Context, s *Sandbox, op func(context.Context, backend) (T, error)) (T, error) {
-	ctx, cancel := fileContext(ctx)
-	defer cancel()
-	var zero T
-	b, err := s.ready(ctx)
-	if err != nil {
-		return zero, fileErr(ctx, err)
-	}
-	v, err := op(ctx, b)
-	if err != nil {
-		return zero, s.failed(fileErr(ctx, err), isLost(err))
-	}
-	return v, nil
-}
-
-// Write replaces a file atomically (temporary file, rename), creating
-// missing parent directories; a new file gets 0644, an existing one keeps
-// its mode.
-func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
-	rel, err := s.clean("write", p)
-	if err != nil {
-		return err
-	}
-	if len(data) > sandbox.MaxFileSize {
-		return tierkit.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", len(data), sandbox.MaxFileSize, sandbox.ErrTooLarge))
-	}
-	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) {
-		if rel == "." {
-			return struct{}{}, tierkit.PathError("write", p, sandbox.ErrIsDir)
-		}
-		return struct{}{}, b.Write(ctx, rel, data)
-	})
-	return err
-}
-
-// Stat describes a path, following symbolic links inside the root.
-func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
-	rel, err := s.clean("stat", p)
-	if err != nil {
-		return sandbox.FileInfo{}, err
-	}
-	fi, err := fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.FileInfo, error) { return b.Stat(ctx, rel) })
-	if err != nil {
-		return sandbox.FileInfo{}, err
-	}
-	fi.Path = rel
-	return fi, nil
-}
-
-// Glob matches pattern under the root (see sandbox.Sandbox for the rules).
-func (s *Sandbox) Glob(ctx context.Context, pattern string) ([]string, error) {
-	if _, err := s.clean("glob", "."); err != nil {
-		return nil, err
-	}
-	pat, dirsOnly, err := sandbox.CleanPattern(s.o.WorkDir, pattern)
-	if err != nil {
-		return nil, tierkit.PathError("glob", pattern, err)
-	}
-	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]string, error) { return b.Glob(ctx, pat, dirsOnly) })
-}
-
-// List returns a directory's entries, listed inside the container. It
-// needs hutch's helper in the container (see Mode): without it, it is
-// ErrUnsupported.
-func (s *Sandbox) List(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
-	rel, err := s.clean("list", p)
-	if err != nil {
-		return nil, err
-	}
-	return fileOp(ctx, s, func(ctx context.Context, b backend) ([]sandbox.FileInfo, error) { return b.List(ctx, rel) })
-}
-
-// Search runs req inside the container, where the files are, in one
-// call (with the helper only, as List). Dir and an absolute Glob are
-// resolved against the working directory first.
-func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (sandbox.SearchResult, error) {
-	dir := req.Dir
-	if dir == "" {
-		dir = "."
-	}
-	rel, err := s.clean("search", dir)
-	if err != nil {
-		return sandbox.SearchResult{}, err
-	}
-	req.Dir = rel
-	if req.Glob, err = sandbox.CleanSearchGlob(s.o.WorkDir, req.Glob); err != nil {
-		return sandbox.SearchResult{}, err
-	}
-	return fileOp(ctx, s, func(ctx context.Context, b backend) (sandbox.SearchResult, error) { return b.Search(ctx, req) })
-}
-
-// Mkdir creates a directory and its parents inside the container (with
-// the helper only, as List).
-func (s *Sandbox) Mkdir(ctx context.Context, p string) error {
-	rel, err := s.clean("mkdir", p)
-	if err != nil {
-		return err
-	}
-	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.Mkdir(ctx, rel) })
-	return err
-}
-
-// Remove deletes an entry inside the container (with the helper only, as
-// List).
-func (s *Sandbox) Remove(ctx context.Context, p string, recursive bool) error {
-	rel, err := s.clean("remove", p)
-	if err != nil {
-		return err
-	}
-	if dirOnly(p) {
-		rel += "/" // the helper checks what the slash says
-	}
-	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) {
-		return struct{}{}, b.Remove(ctx, rel, recursive)
-	})
-	return err
-}
-
-// Rename moves an entry inside the container (with the helper only, as
-// List).
-func (s *Sandbox) Rename(ctx context.Context, from, to string) error {
-	src, err := s.clean("rename", from)
-	if err != nil {
-		return err
-	}
-	dst, err := s.clean("rename", to)
-	if err != nil {
-		return err
-	}
-	_, err = fileOp(ctx, s, func(ctx context.Context, b backend) (struct{}, error) { return struct{}{}, b.Rename(ctx, src, dst) })
-	return err
-}
-
-// dirOnly reports a path that ends in "/" (the root's aside): it names a
-// directory.
-func dirOnly(p string) bool { return len(p) > 1 && strings.HasSuffix(p, "/") }
-
 // Exec runs a command in the container, starting in cmd.Dir under the
 // working directory. The environment is PATH, HOME and LANG as the image
 // sets them, plus Options.Env, plus cmd.Env. When the command ends, times
@@ -852,7 +647,7 @@ func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result
 	if dir == "" {
 		dir = "."
 	}
-	if cmd.Dir, err = s.clean("exec", dir); err != nil {
+	if cmd.Dir, err = s.Clean("exec", dir); err != nil {
 		return sandbox.Result{}, err
 	}
 	b, err := s.ready(ctx)

@@ -41,7 +41,9 @@ func localHelper(t *testing.T) sandbox.Sandbox {
 		t.Fatal(err)
 	}
 	// "true" stands in for the runtime: Close's removal is a no-op.
-	return &Sandbox{o: Options{WorkDir: root, Image: "local", Name: "local"}, prog: "true", id: "local", conn: sc, mode: ModeHelper}
+	s := &Sandbox{o: Options{WorkDir: root, Image: "local", Name: "local"}, prog: "true", id: "local", conn: sc, mode: ModeHelper}
+	s.front()
+	return s
 }
 
 func TestConformanceLocalHelper(t *testing.T) {

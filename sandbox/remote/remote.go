@@ -1,0 +1,264 @@
+// Package remote is the remote tier: a sandbox whose files and commands
+// are on another machine, served there by `hutch serve` (package server)
+// over one byte stream that a Dialer opens — `ssh host hutch serve
+// --stdio`, `kubectl exec -i POD -- hutch serve --stdio`, `docker exec -i`.
+//
+// The guard runs where the files are: this side checks paths lexically
+// (no `..` out of the root, no NUL, no overlong path) before anything is
+// sent, and the served tier resolves links and enforces its policy on its
+// own machine. Every call carries its deadline (a command's timeout, a
+// file operation's context deadline, 30 s when it has none), so nothing
+// waits on a provider's defaults. A lost stream is never reconnected
+// silently: the session's state (its commands, the served sandbox) ended
+// with it, so the call that sees it and every later one fail with an
+// error matching ErrGone.
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hutchsandbox/hutch/internal/streamclient"
+	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// ErrGone: the session with the server ended (the stream was cut, the
+// server exited or restarted). Errors matching it also match
+// sandbox.ErrClosed: the sandbox is of no further use; make a new one.
+var ErrGone = errors.New("the remote session is gone")
+
+type goneError struct{ peer, detail string }
+
+func (e *goneError) Error() string {
+	return fmt.Sprintf("%s: %v (%s): make a new sandbox", e.peer, ErrGone, e.detail)
+}
+
+func (e *goneError) Is(target error) bool { return target == ErrGone || target == sandbox.ErrClosed }
+
+// Dialer opens one stream to a `hutch serve`: any byte stream whose other
+// end is the server's standard input and output (or its network
+// session). A stream that also has a `Says() string` method (what the
+// program that carries it printed on stderr) gets its last line added to
+// errors.
+type Dialer interface {
+	// Dial starts the stream; ctx bounds the start only. Close must end
+	// it (kill the program, close the connection).
+	Dial(ctx context.Context) (io.ReadWriteCloser, error)
+	// String names the server in errors and Instructions.
+	String() string
+}
+
+// Command is a Dialer that runs a program whose standard input and output
+// reach `hutch serve --stdio`: Command("ssh", "box", "hutch", "serve",
+// "--stdio"), or Command("kubectl", "exec", "-i", "pod", "--", "hutch",
+// "serve", "--stdio"). The program's own environment is hutch's (ssh and
+// kubectl need theirs); its standard error is kept, the last line added
+// to errors.
+func Command(name string, args ...string) Dialer {
+	return commandDialer{name: name, args: args}
+}
+
+type commandDialer struct {
+	name string
+	args []string
+}
+
+func (d commandDialer) Dial(ctx context.Context) (io.ReadWriteCloser, error) {
+	if d.name == "" {
+		return nil, fmt.Errorf("%w: remote: empty command: give the program that reaches hutch serve --stdio", sandbox.ErrConfig)
+	}
+	prog, err := exec.LookPath(d.name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: remote: %v", sandbox.ErrConfig, err)
+	}
+	return streamclient.StartCommand(exec.Command(prog, d.args...))
+}
+
+func (d commandDialer) String() string {
+	return "`" + strings.Join(append([]string{d.name}, d.args...), " ") + "`"
+}
+
+// Options configure a remote sandbox.
+type Options struct {
+	// Env is added to every command's environment (on top of the served
+	// tier's base).
+	Env map[string]string
+}
+
+// Sandbox is a session with a `hutch serve`. It is safe for concurrent
+// use.
+type Sandbox struct {
+	// Front has the file operations: Read, ReadStat, Write, Stat, Glob,
+	// List, Search, Mkdir, Remove, Rename, each the served sandbox's own.
+	streamclient.Front
+	peer string
+	o    Options
+	conn *streamclient.Conn
+
+	mu     sync.Mutex
+	closed bool
+	gone   error
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+// New dials the server and waits for its hello (at most 30 s, or until ctx
+// ends), so a server that cannot be reached, or speaks another protocol
+// version, is New's error.
+func New(ctx context.Context, d Dialer, opts Options) (*Sandbox, error) {
+	if d == nil {
+		return nil, fmt.Errorf("%w: remote: no dialer: give remote.Command(...) or a server URL", sandbox.ErrConfig)
+	}
+	for k, v := range opts.Env {
+		if err := sandbox.CheckEnvVar(k, v); err != nil {
+			return nil, err
+		}
+	}
+	rwc, err := d.Dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("remote: reaching %s: %w", d, err)
+	}
+	conn, err := streamclient.Open(ctx, rwc, d.String())
+	if err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	s := &Sandbox{peer: d.String(), o: opts, conn: conn}
+	s.Front = streamclient.NewFront(conn.Root(), "hutch serve at "+s.peer, s.isClosed, s.ready, s.failed)
+	return s, nil
+}
+
+func (s *Sandbox) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// ready returns the session, or why it cannot be used.
+func (s *Sandbox) ready(ctx context.Context) (streamclient.Backend, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, sandbox.ErrClosed
+	case s.gone != nil:
+		return nil, s.gone
+	}
+	if !s.conn.Alive() {
+		s.gone = s.goneErr(nil)
+		return nil, s.gone
+	}
+	return s.conn, nil
+}
+
+// failed turns an operation's failure into what the caller should see:
+// ErrClosed after Close, ErrGone once the stream is lost.
+func (s *Sandbox) failed(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return fmt.Errorf("%w: %v", sandbox.ErrClosed, err)
+	case s.gone != nil:
+		return s.gone
+	case errors.Is(err, streamclient.ErrLost):
+		s.gone = s.goneErr(err)
+		return s.gone
+	}
+	return err
+}
+
+func (s *Sandbox) goneErr(err error) error {
+	detail := "the stream ended"
+	if err != nil {
+		detail = err.Error()
+	}
+	return &goneError{peer: "hutch serve at " + s.peer, detail: detail}
+}
+
+// Hello is what the server said of the sandbox it serves.
+func (s *Sandbox) served() (tier, instructions, scope string, features []sandbox.Feature) {
+	h := s.conn.Hello()
+	return h.Tier, h.Instructions, h.Scope, h.Features
+}
+
+// Tier is the served sandbox's tier ("isolated").
+func (s *Sandbox) Tier() string { t, _, _, _ := s.served(); return t }
+
+// Scope names the server and what it serves, so an approval for a call
+// here never covers the same call on another server.
+func (s *Sandbox) Scope() string {
+	t, _, scope, _ := s.served()
+	return "remote " + s.peer + " " + t + " " + s.Root() + " " + scope
+}
+
+// Exec runs a command on the served sandbox, starting in cmd.Dir under
+// the root, with the served tier's base environment plus Options.Env plus
+// cmd.Env. Its timeout goes with it and is enforced there; the served
+// tier kills the command's whole tree when it ends.
+func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+	cmd, err := cmd.Validate()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir = "."
+	}
+	if cmd.Dir, err = s.Clean("exec", dir); err != nil {
+		return sandbox.Result{}, err
+	}
+	b, err := s.ready(ctx)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	cmd.Env = tierkit.MergeEnv(s.o.Env, cmd.Env)
+	res, err := b.Exec(ctx, cmd)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("remote exec: %w", ctx.Err())
+		}
+		return res, s.failed(err)
+	}
+	return res, nil
+}
+
+// Supports reports what the served sandbox supports.
+func (s *Sandbox) Supports(c sandbox.Feature) bool {
+	_, _, _, fs := s.served()
+	return slices.Contains(fs, c)
+}
+
+// Instructions say where tools act: which server, and the served
+// sandbox's own instructions.
+func (s *Sandbox) Instructions() string {
+	t, ins, _, _ := s.served()
+	what := "a hutch sandbox"
+	if t != "" {
+		what = "hutch's " + t + " tier"
+	}
+	return strings.TrimSpace(fmt.Sprintf("Tools act on another machine, reached through %s, in %s rooted at %s. %s", s.peer, what, s.Root(), ins))
+}
+
+// Close ends the session: the server cancels what still runs and closes
+// its sandbox. It is idempotent.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.conn.Close(sandbox.ErrClosed)
+	return nil
+}
