@@ -32,8 +32,10 @@ import (
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
+	"github.com/hutchsandbox/hutch/sandbox/remote"
 	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
 	"github.com/hutchsandbox/hutch/sandbox/virtual"
+	"github.com/hutchsandbox/hutch/server"
 	"github.com/hutchsandbox/hutch/tool"
 )
 
@@ -49,7 +51,8 @@ type env struct {
 
 // A mode is how the escape suite's commands run: one-shot (isolated.Run,
 // the forked PID 1), through a session (New, Exec, Close), which attacks
-// the session's init and runner instead, or as the code of a run_code call
+// the session's init and runner instead, through the remote tier (a
+// session served by a `hutch serve --stdio` subprocess), or as the code of a run_code call
 // whose default sandbox is the policy (the tool's run directory, its
 // argument checks and its result in the way).
 type mode struct {
@@ -61,6 +64,7 @@ var (
 	oneShot = mode{"one-shot", isolated.Run}
 	session = mode{"session", viaSession}
 	runCode = mode{"run_code", viaRunCode}
+	remoted = mode{"remote", viaRemote}
 )
 
 // inEveryMode runs body once in each mode, as subtests named after it
@@ -68,7 +72,7 @@ var (
 // goes through e.run, e.runWith or e.attack runs this way unless it holds
 // of one mode only (and says so).
 func inEveryMode(t *testing.T, body func(t *testing.T, e *env)) {
-	inModes(t, []mode{oneShot, session, runCode}, body)
+	inModes(t, []mode{oneShot, session, runCode, remoted}, body)
 }
 
 // inModes is inEveryMode over the given modes only.
@@ -122,6 +126,48 @@ func viaSession(ctx context.Context, pol policy.Policy, c sandbox.Command) (sand
 		pol.Dir, c.Dir = c.Dir, ""
 	}
 	sb, err := isolated.New(ctx, isolated.Options{Policy: pol})
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer sb.Close()
+	return sb.Exec(ctx, c)
+}
+
+func init() {
+	// The server of the remote mode: a session of the policy in args[0]
+	// (JSON) served on stdin and stdout, as `hutch serve --stdio` does.
+	testenv.RegisterProgram("serve", func(args []string) {
+		var pol policy.Policy
+		if err := json.Unmarshal([]byte(args[0]), &pol); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		sb, err := isolated.New(bg, isolated.Options{Policy: pol})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer sb.Close()
+		if err := server.ServeStream(bg, os.Stdin, os.Stdout, sb, server.Served{Tier: "isolated"}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	})
+}
+
+// viaRemote is a session through the remote tier: the commands cross
+// hutch's stream to a server process that runs them in its own session.
+func viaRemote(ctx context.Context, pol policy.Policy, c sandbox.Command) (sandbox.Result, error) {
+	if c.Dir != "" {
+		pol.Dir, c.Dir = c.Dir, ""
+	}
+	js, err := json.Marshal(pol)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	argv := testenv.ProgramArgv(string(js))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), testenv.ProgramEnv("serve"))
+	sb, err := remote.New(ctx, remote.FromCmd(cmd), remote.Options{})
 	if err != nil {
 		return sandbox.Result{}, err
 	}

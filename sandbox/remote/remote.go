@@ -85,6 +85,30 @@ func (d commandDialer) String() string {
 	return "`" + strings.Join(append([]string{d.name}, d.args...), " ") + "`"
 }
 
+// FromCmd is a Dialer that starts c, a prepared command (its environment,
+// directory and arguments set as the caller wants) whose standard input
+// and output reach `hutch serve --stdio`. A command starts once: a
+// second Dial is an error. c's Stdin, Stdout and Stderr must be unset.
+func FromCmd(c *exec.Cmd) Dialer { return &cmdDialer{c: c} }
+
+type cmdDialer struct {
+	mu   sync.Mutex
+	c    *exec.Cmd
+	used bool
+}
+
+func (d *cmdDialer) Dial(ctx context.Context) (io.ReadWriteCloser, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.used {
+		return nil, fmt.Errorf("%w: remote: %s was started already: a command dials once, make a new one", sandbox.ErrConfig, d)
+	}
+	d.used = true
+	return streamclient.StartCommand(d.c)
+}
+
+func (d *cmdDialer) String() string { return "`" + strings.Join(d.c.Args, " ") + "`" }
+
 // Options configure a remote sandbox.
 type Options struct {
 	// Env is added to every command's environment (on top of the served
