@@ -2,40 +2,21 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/hutchsandbox/hutch/internal/private"
-	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/internal/bearer"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-// Token rules: long enough not to be guessed, short and plain enough to sit
-// in an HTTP header.
-const (
-	minTokenLen = 16
-	maxTokenLen = 4096
-)
-
 // NewToken returns a fresh bearer token: 32 random bytes, base64url.
-func NewToken() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("make a token: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
+func NewToken() (string, error) { return bearer.New() }
 
 // HTTPAuth is how the streamable HTTP transport authenticates clients: the
 // address it serves ("" for stdio), the bearer token's file, and the
@@ -79,12 +60,12 @@ func HTTPToken(a HTTPAuth) (token, note string, err error) {
 		}
 		return token, "clients send the header \"Authorization: Bearer " + token + "\" (--http-token-file keeps a token out of this log)", nil
 	}
-	token, err = readToken(a.TokenFile)
+	token, err = bearer.ReadFile(a.TokenFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if token, err = NewToken(); err != nil {
 			return "", "", err
 		}
-		if err = writeToken(a.TokenFile, token); err != nil {
+		if err = bearer.WriteFile(a.TokenFile, token); err != nil {
 			return "", "", err
 		}
 		return token, "wrote a new token to " + a.TokenFile + " (mode 0600); clients send it as \"Authorization: Bearer TOKEN\"", nil
@@ -93,62 +74,6 @@ func HTTPToken(a HTTPAuth) (token, note string, err error) {
 		return "", "", err
 	}
 	return token, "clients send the token in " + a.TokenFile + " as \"Authorization: Bearer TOKEN\"", nil
-}
-
-// readToken reads and checks a token file; a missing file matches
-// fs.ErrNotExist.
-func readToken(path string) (string, error) {
-	f, fi, err := policy.OpenRegular(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	if err != nil {
-		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
-	}
-	defer f.Close()
-	if err := private.Check(sandbox.ErrConfig, "token file", path, fi); err != nil {
-		return "", err // another user's file, whatever its mode, may be a planted token
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxTokenLen+2))
-	if err != nil {
-		return "", fmt.Errorf("%w: token file: %v", sandbox.ErrConfig, err)
-	}
-	token := strings.TrimSpace(string(data))
-	if msg := checkToken(token); msg != "" {
-		return "", fmt.Errorf("%w: token file %s: %s", sandbox.ErrConfig, path, msg)
-	}
-	return token, nil
-}
-
-// checkToken says what is wrong with a token, or "".
-func checkToken(token string) string {
-	if len(token) < minTokenLen || len(token) > maxTokenLen {
-		return fmt.Sprintf("the token has %d characters; want %d to %d (delete the file and hutch writes a new one)", len(token), minTokenLen, maxTokenLen)
-	}
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c <= ' ' || c >= 0x7f {
-			return fmt.Sprintf("byte %d of the token is %q; want printable ASCII without spaces", i, c)
-		}
-	}
-	return ""
-}
-
-func writeToken(path, token string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("%w: write a new token: %v", sandbox.ErrConfig, err)
-	}
-	if _, err = f.WriteString(token + "\n"); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-		return fmt.Errorf("%w: write a new token to %s: %v", sandbox.ErrConfig, path, err)
-	}
-	return nil
 }
 
 // RequireToken wraps h so that a request reaches it only with the header
@@ -160,11 +85,9 @@ func RequireToken(h http.Handler, token string) http.Handler {
 	if token == "" {
 		return h
 	}
-	want := sha256.Sum256([]byte(token))
+	want := bearer.NewChecker(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+		if !want.Allows(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hutch"`)
 			http.Error(w, "hutch: this MCP server needs the header \"Authorization: Bearer TOKEN\" with the token it was started with", http.StatusUnauthorized)
 			return
