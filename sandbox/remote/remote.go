@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/streamclient"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
@@ -124,9 +125,10 @@ type Sandbox struct {
 	streamclient.Front
 	peer string
 	o    Options
-	conn *streamclient.Conn
+	re   reattacher // nil: the session ends with its stream
 
 	mu     sync.Mutex
+	conn   *streamclient.Conn
 	closed bool
 	gone   error
 }
@@ -154,6 +156,7 @@ func New(ctx context.Context, d Dialer, opts Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
 	s := &Sandbox{peer: d.String(), o: opts, conn: conn}
+	s.re, _ = rwc.(reattacher)
 	s.Front = streamclient.NewFront(conn.Root(), "hutch serve at "+s.peer, s.isClosed, s.ready, s.failed)
 	return s, nil
 }
@@ -177,11 +180,29 @@ func (s *Sandbox) ready(ctx context.Context) (streamclient.Backend, error) {
 	case s.gone != nil:
 		return nil, s.gone
 	}
-	if !s.conn.Alive() {
+	if s.conn.Alive() {
+		return s.conn, nil
+	}
+	if s.re == nil {
 		s.gone = s.goneErr(nil)
 		return nil, s.gone
 	}
-	return s.conn, nil
+	// The connection was lost, the session may not be: reattach (the
+	// calls that were running when it was lost have failed).
+	rwc, err := s.re.reattach(ctx)
+	if err != nil {
+		if unknownSession(err) {
+			s.gone = s.goneErr(err)
+			return nil, s.gone
+		}
+		return nil, fmt.Errorf("%w: reattaching to the session at %s: %v", streamclient.ErrLost, s.peer, err)
+	}
+	conn, err := streamclient.Open(ctx, rwc, s.peer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reattaching to the session at %s: %v", streamclient.ErrLost, s.peer, err)
+	}
+	s.conn = conn
+	return conn, nil
 }
 
 // failed turns an operation's failure into what the caller should see:
@@ -194,9 +215,11 @@ func (s *Sandbox) failed(err error) error {
 		return fmt.Errorf("%w: %v", sandbox.ErrClosed, err)
 	case s.gone != nil:
 		return s.gone
-	case errors.Is(err, streamclient.ErrLost):
+	case errors.Is(err, streamclient.ErrLost) && s.re == nil:
 		s.gone = s.goneErr(err)
 		return s.gone
+	case errors.Is(err, streamclient.ErrLost):
+		return fmt.Errorf("%w (the next call reattaches to the session)", err)
 	}
 	return err
 }
@@ -211,7 +234,9 @@ func (s *Sandbox) goneErr(err error) error {
 
 // Hello is what the server said of the sandbox it serves.
 func (s *Sandbox) served() (tier, instructions, scope string, features []sandbox.Feature) {
+	s.mu.Lock()
 	h := s.conn.Hello()
+	s.mu.Unlock()
 	return h.Tier, h.Instructions, h.Scope, h.Features
 }
 
@@ -282,7 +307,13 @@ func (s *Sandbox) Close() error {
 		return nil
 	}
 	s.closed = true
+	conn := s.conn
 	s.mu.Unlock()
-	s.conn.Close(sandbox.ErrClosed)
+	if s.re != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.re.end(ctx)
+		cancel()
+	}
+	conn.Close(sandbox.ErrClosed)
 	return nil
 }

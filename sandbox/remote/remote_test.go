@@ -197,3 +197,63 @@ func TestNewRefusesWhatIsNoServer(t *testing.T) {
 		t.Errorf("New(nil): %v, want ErrConfig", err)
 	}
 }
+
+// listening starts `hutch serve --listen` in this process, on loopback,
+// serving sandboxes of tier rooted at a fresh directory each, and returns
+// its URL and token. The server stops when the test ends.
+func listening(t *testing.T, tier string, cfg server.Config) (url, token string) {
+	t.Helper()
+	if tier == "isolated" {
+		if err := isolated.Supported(); err != nil {
+			testenv.Missing(t, "this host cannot build isolated sandboxes: %v", err)
+		}
+	}
+	token = "test-token-0123456789abcdef"
+	cfg.Token = token
+	if cfg.Open == nil {
+		cfg.Open = func(ctx context.Context, n policy.Narrowing) (sandbox.Sandbox, server.Served, error) {
+			dir := t.TempDir()
+			if tier == "local" {
+				sb, err := local.New(ctx, local.Options{Dir: dir})
+				return sb, server.Served{Tier: tier}, err
+			}
+			pol, err := policy.Default().Extend(policy.Policy{Write: []string{dir}}).Narrow(n)
+			if err != nil {
+				return nil, server.Served{}, err
+			}
+			sb, err := isolated.New(ctx, isolated.Options{Policy: pol})
+			return sb, server.Served{Tier: tier, Summary: pol.Summary()}, err
+		}
+	}
+	ln, err := server.ListenAddr("127.0.0.1:0", cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- server.Serve(ctx, ln, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String(), token
+}
+
+// The same contract over `hutch serve --listen` on loopback: a session
+// per sandbox.
+func TestConformanceOverListen(t *testing.T) {
+	for _, tier := range tiers {
+		t.Run(tier, func(t *testing.T) {
+			url, token := listening(t, tier, server.Config{})
+			sandboxtest.Run(t, func(t *testing.T) sandbox.Sandbox {
+				sb, err := remote.New(bg, remote.Server{URL: url, Token: token}, remote.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sb
+			}, sandboxtest.Options{HostProcesses: true})
+		})
+	}
+}
