@@ -77,6 +77,15 @@ type Settings struct {
 	// Container, when set (from command-line flags), holds every container
 	// option; Image and Runtime above fill it when it lacks them.
 	Container *container.Options `yaml:"-"`
+	// Server or ServerCommand reach the remote tier's `hutch serve`:
+	// Server a --listen URL (http://HOST:PORT, https://HOST:PORT) with
+	// the bearer token in ServerTokenFile; ServerCommand a program and
+	// its arguments whose stdin and stdout reach `hutch serve --stdio`
+	// (ssh, kubectl exec -i, docker exec -i). Exactly one, for the
+	// remote tier only.
+	Server          string   `yaml:"server"`
+	ServerTokenFile string   `yaml:"server_token_file"`
+	ServerCommand   []string `yaml:"server_command"`
 	// Asker decides privileged actions in ask mode (the MCP server passes
 	// its own, which asks the person through the client); it is not used
 	// in other modes. Nil in ask mode denies every privileged action.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hutchsandbox/hutch/internal/bearer"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/container"
+	"github.com/hutchsandbox/hutch/sandbox/remote"
 	"github.com/hutchsandbox/hutch/tier"
 )
 
@@ -35,6 +37,22 @@ func (s Settings) checkTier() error {
 	if (s.Image != "" || s.Runtime != "" || s.Container != nil) && s.Tier != tier.Container {
 		return fmt.Errorf("%w: image, runtime and the container flags apply to the container tier, not %s", ErrConfig, s.Tier)
 	}
+	remoteSet := s.Server != "" || s.ServerTokenFile != "" || len(s.ServerCommand) > 0
+	switch {
+	case remoteSet && s.Tier != tier.Remote:
+		return fmt.Errorf("%w: server, server_token_file and server_command apply to the remote tier, not %s", ErrConfig, s.Tier)
+	case s.Tier != tier.Remote:
+	case s.Server != "" && len(s.ServerCommand) > 0:
+		return fmt.Errorf("%w: the remote tier takes --server URL or --server-command CMD, not both", ErrConfig)
+	case s.Server == "" && len(s.ServerCommand) == 0:
+		return fmt.Errorf("%w: the remote tier needs --server URL (with --token-file) or --server-command 'ssh HOST hutch serve --stdio'", ErrConfig)
+	case s.Server != "" && s.ServerTokenFile == "":
+		return fmt.Errorf("%w: --server %s needs --token-file FILE, the server's token", ErrConfig, s.Server)
+	case len(s.ServerCommand) > 0 && s.ServerTokenFile != "":
+		return fmt.Errorf("%w: --token-file applies to --server URL; a --server-command authenticates itself (ssh, kubectl)", ErrConfig)
+	case s.PolicyFile != "" || s.Isolation != nil || s.Root != "":
+		return fmt.Errorf("%w: the remote tier's policy and root are the server's: give them to hutch serve", ErrConfig)
+	}
 	return nil
 }
 
@@ -57,6 +75,13 @@ func openTier(ctx context.Context, s Settings) (sandbox.Sandbox, []string, error
 // options and the policy, each only for the tiers that use it.
 func tierConfig(s Settings) (tier.Config, error) {
 	tcfg := tier.Config{Root: s.Root}
+	if s.Tier == tier.Remote {
+		d, err := remoteDialer(s)
+		if err != nil {
+			return tcfg, err
+		}
+		tcfg.Remote = d
+	}
 	if s.Tier == tier.Container {
 		tcfg.Container = containerOptions(s)
 	}
@@ -103,4 +128,17 @@ func isolationPolicy(s Settings) (policy.Policy, error) {
 		pol = pol.Extend(policy.Policy{Write: []string{s.Root}, Dir: s.Root})
 	}
 	return pol, nil
+}
+
+// remoteDialer is how the remote tier reaches its server: the URL with the
+// token read from its file, or the command.
+func remoteDialer(s Settings) (remote.Dialer, error) {
+	if len(s.ServerCommand) > 0 {
+		return remote.Command(s.ServerCommand[0], s.ServerCommand[1:]...), nil
+	}
+	token, err := bearer.ReadFile(s.ServerTokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --token-file: %v", ErrConfig, err)
+	}
+	return remote.Server{URL: s.Server, Token: token}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"strings"
@@ -60,18 +59,12 @@ func HTTPToken(a HTTPAuth) (token, note string, err error) {
 		}
 		return token, "clients send the header \"Authorization: Bearer " + token + "\" (--http-token-file keeps a token out of this log)", nil
 	}
-	token, err = bearer.ReadFile(a.TokenFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		if token, err = NewToken(); err != nil {
-			return "", "", err
-		}
-		if err = bearer.WriteFile(a.TokenFile, token); err != nil {
-			return "", "", err
-		}
-		return token, "wrote a new token to " + a.TokenFile + " (mode 0600); clients send it as \"Authorization: Bearer TOKEN\"", nil
-	}
+	token, created, err := bearer.Load(a.TokenFile)
 	if err != nil {
 		return "", "", err
+	}
+	if created {
+		return token, "wrote a new token to " + a.TokenFile + " (mode 0600); clients send it as \"Authorization: Bearer TOKEN\"", nil
 	}
 	return token, "clients send the token in " + a.TokenFile + " as \"Authorization: Bearer TOKEN\"", nil
 }

@@ -46,7 +46,7 @@ func ServeStream(ctx context.Context, in io.Reader, out io.Writer, sb sandbox.Sa
 // hello is what the server says of sb when a session begins.
 func hello(sb sandbox.Sandbox, what Served) wire.Hello {
 	h := wire.Hello{Root: sb.Root(), Tier: what.Tier, Instructions: sb.Instructions()}
-	if what.Summary != "" {
+	if what.Summary != "" && !strings.Contains(h.Instructions, what.Summary) {
 		h.Instructions = strings.TrimSpace(h.Instructions + " " + what.Summary)
 	}
 	if sc, ok := sb.(sandbox.Scoper); ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/sandbox/local"
+	"github.com/hutchsandbox/hutch/sandbox/remote"
 	"github.com/hutchsandbox/hutch/sandbox/virtual"
 )
 
@@ -44,6 +45,8 @@ type Config struct {
 	Policy *policy.Policy
 	// Container holds the container tier's options; Image is required.
 	Container *container.Options
+	// Remote reaches the remote tier's server (required there).
+	Remote remote.Dialer
 	// Note receives, one line each, what the tier cannot enforce of what
 	// was asked (a container runtime's hardening gaps, a policy's nice
 	// level). Front ends must show them: nothing is dropped silently.
@@ -73,6 +76,11 @@ func Open(ctx context.Context, name string, cfg Config) (sandbox.Sandbox, error)
 		return opened(isolated.New(ctx, isolated.Options{Policy: pol}))
 	case Container:
 		return openContainer(ctx, cfg)
+	case Remote:
+		if cfg.Remote == nil {
+			return nil, fmt.Errorf("%w: the remote tier needs a server: --server URL or --server-command CMD", sandbox.ErrConfig)
+		}
+		return opened(remote.New(ctx, cfg.Remote, remote.Options{Env: cfg.Env}))
 	}
 	if st := Check(name); !st.Supported {
 		return nil, st.err
@@ -126,8 +134,7 @@ func Check(name string) Status {
 			st.Reason = "a hardened container (no network, no capabilities, no-new-privileges, read-only root, pids limit) through " + prog + "; tools act inside through hutch's helper; the engine is checked when a sandbox starts"
 		}
 	case Remote:
-		st.Supported = false
-		st.err = fmt.Errorf("the %s tier is not built yet: use --tier isolated, container, local or virtual: %w", name, sandbox.ErrUnsupported)
+		st.Reason = "another machine, through hutch serve there (--server URL --token-file F, or --server-command 'ssh HOST hutch serve --stdio'); the served tier guards files and commands where they are"
 	default:
 		st.Supported = false
 		st.err = fmt.Errorf("%w: unknown tier %q: choose one of %s", sandbox.ErrConfig, name, strings.Join(Names, ", "))

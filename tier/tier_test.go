@@ -43,7 +43,7 @@ func TestOpenRefuses(t *testing.T) {
 	}{
 		{"unknown tier", bg, "vm", tier.Config{}, sandbox.ErrConfig, "choose one of virtual, local, isolated, container, remote"},
 		{"empty name", bg, "", tier.Config{}, sandbox.ErrConfig, `unknown tier ""`},
-		{"remote is not built", bg, tier.Remote, tier.Config{}, sandbox.ErrUnsupported, "not built yet"},
+		{"remote without a server", bg, tier.Remote, tier.Config{}, sandbox.ErrConfig, "--server URL or --server-command"},
 		{"container without image", bg, tier.Container, tier.Config{}, sandbox.ErrConfig, "needs an image (--image IMAGE)"},
 		{"container with an empty image", bg, tier.Container, tier.Config{Container: &container.Options{}}, sandbox.ErrConfig, "needs an image"},
 		{"local without root", bg, tier.Local, tier.Config{}, sandbox.ErrConfig, ""},
@@ -152,7 +152,7 @@ func TestCheckReportsEveryTier(t *testing.T) {
 			t.Errorf("status %d: %+v", i, st)
 		}
 	}
-	if st := tier.Check(tier.Remote); st.Supported || !strings.Contains(st.Reason, "not built yet") {
+	if st := tier.Check(tier.Remote); !st.Supported || !strings.Contains(st.Reason, "hutch serve") {
 		t.Errorf("remote: %+v", st)
 	}
 	if st := tier.Check("vm"); st.Supported || !strings.Contains(st.Reason, "unknown tier") || tier.Known("vm") {

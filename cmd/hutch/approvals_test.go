@@ -160,7 +160,7 @@ func TestMCPBadSettings(t *testing.T) {
 		{[]string{"mcp", "--tier", "local", "--root", dir, "--memory", "1G"}, "apply to --tier isolated"},
 		{[]string{"mcp", "--tier", "isolated", "--memory", "lots"}, "--memory"},
 		{[]string{"mcp", "--tier", "container"}, "needs an image"},
-		{[]string{"mcp", "--tier", "remote"}, "not built yet"},
+		{[]string{"mcp", "--tier", "remote"}, "needs --server URL"},
 		{[]string{"mcp", "--tier", "local", "--root", dir, "--image", "x"}, "apply to --tier container"},
 	} {
 		code, _, errOut := hutch(t, "", c.args...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
@@ -11,20 +12,39 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
+	"github.com/hutchsandbox/hutch/sandbox/remote"
 	"github.com/hutchsandbox/hutch/tier"
 )
 
 func newCheckCmd() *cobra.Command {
 	var asJSON bool
-	var root string
+	var root, tierName string
+	var rf remoteFlags
 	c := &cobra.Command{
 		Use:   "check",
 		Short: "Show which sandbox tiers this host supports, and the local environment",
-		Args:  cobra.NoArgs,
+		Long: `Show which sandbox tiers this host supports, the isolated tier's layers, the
+default policy and the local environment. With --tier remote and --server
+(or --server-command), check that server instead: whether it is reachable,
+whether it takes the token, what tier and policy it serves.`,
+		Example: `  hutch check
+  hutch check --tier remote --server http://127.0.0.1:7777 --token-file ~/.hutch-serve-token`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if tierName != "" || slices.ContainsFunc(remoteFlagNames, c.Flags().Changed) {
+				if tierName != tier.Remote {
+					return fmt.Errorf("--tier %q: check takes --tier remote (with --server or --server-command), or no --tier for this host", tierName)
+				}
+				s := config.Settings{Tier: tier.Remote}
+				if err := rf.apply(c.Flags(), &s); err != nil {
+					return err
+				}
+				return checkRemote(c, s, asJSON)
+			}
 			def := policy.Default()
 			report := struct {
 				Tiers         []tier.Status       `json:"tiers"`
@@ -78,7 +98,67 @@ func newCheckCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	c.Flags().StringVar(&root, "root", ".", "root directory for the local environment probe")
+	c.Flags().StringVar(&tierName, "tier", "", "remote: check a hutch serve (with --server or --server-command)")
+	rf.register(c.Flags())
 	return c
+}
+
+// remoteReport is what hutch check --tier remote says of a server.
+type remoteReport struct {
+	Server        string               `json:"server"`
+	Reachable     bool                 `json:"reachable"`
+	Authenticated bool                 `json:"authenticated"`
+	Tier          string               `json:"tier,omitempty"`
+	Root          string               `json:"root,omitempty"`
+	Instructions  string               `json:"instructions,omitempty"`
+	Environment   *sandbox.Environment `json:"environment,omitempty"`
+	Error         string               `json:"error,omitempty"`
+}
+
+// checkRemote opens a session on the server of s, reports what it
+// serves, probes its environment, and closes the session. An unreachable
+// or refusing server is reported (and is the command's error).
+func checkRemote(c *cobra.Command, s config.Settings, asJSON bool) error {
+	rep := remoteReport{Server: s.Server}
+	if rep.Server == "" {
+		rep.Server = strings.Join(s.ServerCommand, " ")
+	}
+	sb, _, err := config.OpenSandbox(c.Context(), s)
+	switch {
+	case errors.Is(err, remote.ErrRefused):
+		rep.Reachable, rep.Error = true, err.Error()
+	case err != nil:
+		rep.Error = err.Error()
+	default:
+		defer sb.Close()
+		rep.Reachable, rep.Authenticated = true, true
+		if r, ok := sb.(*remote.Sandbox); ok {
+			rep.Tier = r.Tier()
+		}
+		rep.Root, rep.Instructions = sb.Root(), sb.Instructions()
+		env := sandbox.Probe(c.Context(), sb)
+		rep.Environment = &env
+	}
+	out := c.OutOrStdout()
+	if asJSON {
+		if err := json.NewEncoder(out).Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		yes := map[bool]string{true: "yes", false: "no"}
+		fmt.Fprintf(out, "server         %s\nreachable      %s\nauthenticated  %s\n", rep.Server, yes[rep.Reachable], yes[rep.Authenticated])
+		if rep.Authenticated {
+			fmt.Fprintf(out, "tier           %s\nroot           %s\n%s\n", rep.Tier, rep.Root, rep.Instructions)
+			for _, name := range slices.Sorted(maps.Keys(rep.Environment.Commands)) {
+				ci := rep.Environment.Commands[name]
+				fmt.Fprintf(out, "  %-8s %-10s %s\n", name, orDash(ci.Version), ci.Path)
+			}
+		}
+	}
+	if rep.Error != "" {
+		return errors.New(rep.Error)
+	}
+	return nil
 }
 
 // defaultPolicy is what hutch check reports of policy.Default: its

@@ -68,7 +68,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd(), newGCCmd(), newCodeCmd())
+	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd(), newGCCmd(), newCodeCmd(), newServeCmd())
 	ctx, stop := signalContext()
 	defer stop()
 	err := root.ExecuteContext(ctx)

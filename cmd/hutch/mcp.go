@@ -22,6 +22,7 @@ func newMCPCmd() *cobra.Command {
 	var pf policyFlags
 	var cf containerFlags
 	var codef codeFlags
+	var rf remoteFlags
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve hutch's tools over the Model Context Protocol (stdio, or --http ADDR)",
@@ -47,6 +48,7 @@ missing), or made fresh and printed on stderr.`,
   hutch mcp --tier local --root . --mode approve --store approvals.db --audit audit.jsonl
   hutch mcp --http 127.0.0.1:8765 --http-token-file ~/.hutch-token --tier local --root . --mode auto
   hutch mcp --tier container --image debian:stable-slim --root . --mode auto
+  hutch mcp --tier remote --server http://127.0.0.1:7777 --token-file ~/.hutch-serve-token --mode ask
   hutch mcp --mode ask --code-sandbox project.yaml --escalate-to online=online.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -66,34 +68,17 @@ missing), or made fresh and printed on stderr.`,
 			if settings.Code != nil && settings.Tier == "" {
 				settings.Tier = tier.Isolated
 			}
-			if containerFlagsSet(c.Flags()) {
-				if settings.Tier != tier.Container {
-					return fmt.Errorf("--image and the other container flags apply to --tier container")
-				}
-				o, err := cf.options()
-				if err != nil {
-					return err
-				}
-				settings.Container = &o
+			if err := applyTierFlags(c.Flags(), &settings, &pf, &cf); err != nil {
+				return err
 			}
-			if policyFlagsSet(c.Flags()) {
-				if settings.Tier != tier.Isolated && settings.Tier != tier.Container {
-					return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated or container")
-				}
-				if pf.file == "" {
-					pf.file = settings.PolicyFile
-				}
-				pol, err := pf.build(c.Flags(), "", 0)
-				if err != nil {
-					return err
-				}
-				settings.Isolation = &pol
+			if err := rf.apply(c.Flags(), &settings); err != nil {
+				return err
 			}
 			return serveMCP(c.Context(), settings, c.ErrOrStderr())
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local, isolated or container (--root is then the writable start directory)")
+	f.StringVar(&s.Tier, "tier", "virtual", "where tools act: virtual, local, isolated, container (--root is then the writable start directory) or remote (--server or --server-command)")
 	f.StringVar(&s.Root, "root", "", "the sandbox root directory (required for the local tier)")
 	f.StringVar(&s.Mode, "mode", "read_only", "permission mode: read_only, auto, ask, approve")
 	f.StringSliceVar(&s.Allow, "allow", nil, "capabilities allowed in any mode (comma-separated: write,shell,fetch,search)")
@@ -109,6 +94,7 @@ missing), or made fresh and printed on stderr.`,
 	pf.register(f)
 	cf.register(f)
 	codef.register(f)
+	rf.register(f)
 	return c
 }
 
@@ -185,4 +171,33 @@ func serveOpen(ctx context.Context, b *config.Built, addr, token, tokenNote stri
 		return mcpserver.ServeStdio(ctx, cfg)
 	}
 	return mcpserver.ServeHTTP(ctx, cfg, addr, token, logw)
+}
+
+// applyTierFlags puts the container and policy flags the user gave into
+// settings, refusing them for a tier they do not apply to.
+func applyTierFlags(fl *pflag.FlagSet, settings *config.Settings, pf *policyFlags, cf *containerFlags) error {
+	if containerFlagsSet(fl) {
+		if settings.Tier != tier.Container {
+			return fmt.Errorf("--image and the other container flags apply to --tier container")
+		}
+		o, err := cf.options()
+		if err != nil {
+			return err
+		}
+		settings.Container = &o
+	}
+	if policyFlagsSet(fl) {
+		if settings.Tier != tier.Isolated && settings.Tier != tier.Container {
+			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated or container")
+		}
+		if pf.file == "" {
+			pf.file = settings.PolicyFile
+		}
+		pol, err := pf.build(fl, "", 0)
+		if err != nil {
+			return err
+		}
+		settings.Isolation = &pol
+	}
+	return nil
 }

@@ -26,6 +26,7 @@ type runFlags struct {
 
 	pol policyFlags    // isolated tier (and container, mapped)
 	ctr containerFlags // container tier
+	rem remoteFlags    // remote tier
 }
 
 func newRunCmd() *cobra.Command {
@@ -50,17 +51,20 @@ not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`, 
   hutch run --write . --memory 512M --cpu-time 30s -- make test
   hutch run --tier container --image debian:stable-slim --write . -- make test
   hutch run --tier local -- ls -la
+  hutch run --tier remote --server http://127.0.0.1:7777 --token-file ~/.hutch-serve-token -- make test
+  hutch run --tier remote --server-command 'ssh box hutch serve --stdio --write /srv/work' -- make test
   hutch run --tier local --timeout 5s -c 'make test | tail -n 20'
   hutch run --tier local --json --env GREETING=hi -- sh -c 'echo $GREETING'`,
 		RunE: func(c *cobra.Command, args []string) error { return runRun(c, f, args) },
 	}
 	fl := c.Flags()
 	fl.SetInterspersed(false) // flags after CMD belong to CMD
-	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: isolated, container, local, virtual (remote: not built yet)")
+	fl.StringVar(&f.tier, "tier", tier.Isolated, "where the command runs: isolated, container, local, virtual, remote")
 	fl.StringVar(&f.root, "root", ".", "the sandbox root directory (local tier)")
 	fl.StringVar(&f.dir, "dir", "", "where the command starts (local: inside the root; isolated: a readable path; default: the root, or the first --write path, or /tmp)")
 	f.pol.register(fl)
 	f.ctr.register(fl)
+	f.rem.register(fl)
 	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultTimeout, "stop the command and everything it started after this long")
 	fl.StringArrayVar(&f.env, "env", nil, "add NAME=VALUE to the command's environment (repeatable)")
 	fl.StringVarP(&f.shell, "shell", "c", "", "run this command line with /bin/sh -c instead of CMD ARG...")
@@ -121,7 +125,11 @@ func runOpened(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Resul
 	if policyFlagsSet(c.Flags()) {
 		return sandbox.Result{}, fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
 	}
-	return execIn(c, config.Settings{Tier: f.tier, Root: f.root}, cmd)
+	s := config.Settings{Tier: f.tier, Root: f.root}
+	if err := f.rem.apply(c.Flags(), &s); err != nil {
+		return sandbox.Result{}, err
+	}
+	return execIn(c, s, cmd)
 }
 
 // report prints res as --json asks, or says on stderr why the command

@@ -113,3 +113,20 @@ func (c Checker) Allows(r *http.Request) bool {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare(sum[:], c.sum[:]) == 1
 }
+
+// Load reads the token in path (see ReadFile), or, when the file is
+// missing, makes a new token and writes it there (mode 0600); created
+// says which.
+func Load(path string) (token string, created bool, err error) {
+	token, err = ReadFile(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return token, false, err
+	}
+	if token, err = New(); err != nil {
+		return "", false, err
+	}
+	if err = WriteFile(path, token); err != nil {
+		return "", false, err
+	}
+	return token, true, nil
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hutchsandbox/hutch/config"
+	"github.com/hutchsandbox/hutch/tier"
+)
+
+// remoteFlags reach the remote tier's server, shared by run, mcp and
+// check.
+type remoteFlags struct {
+	server, tokenFile, command string
+}
+
+var remoteFlagNames = []string{"server", "token-file", "server-command"}
+
+func (r *remoteFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&r.server, "server", "", "remote: the URL of hutch serve --listen (http://HOST:PORT or https://HOST:PORT)")
+	fl.StringVar(&r.tokenFile, "token-file", "", "remote: the file holding that server's bearer token (mode 0600)")
+	fl.StringVar(&r.command, "server-command", "", "remote: a program and its arguments, separated by spaces (no quoting), whose stdin and stdout reach hutch serve --stdio, e.g. 'ssh box hutch serve --stdio'")
+}
+
+// apply puts the flags the user gave into s (the remote tier only; its
+// root is the server's, so --root is dropped unless given).
+func (r *remoteFlags) apply(fl *pflag.FlagSet, s *config.Settings) error {
+	set := slices.ContainsFunc(remoteFlagNames, fl.Changed)
+	if s.Tier != tier.Remote {
+		if set {
+			return fmt.Errorf("--server, --token-file and --server-command apply to --tier remote, not %s", s.Tier)
+		}
+		return nil
+	}
+	if !fl.Changed("root") {
+		s.Root = ""
+	}
+	if fl.Changed("server") {
+		s.Server = r.server
+	}
+	if fl.Changed("token-file") {
+		s.ServerTokenFile = r.tokenFile
+	}
+	if fl.Changed("server-command") {
+		s.ServerCommand = strings.Fields(r.command)
+		if len(s.ServerCommand) == 0 {
+			return fmt.Errorf("--server-command is empty: give the program that reaches hutch serve --stdio")
+		}
+	}
+	return nil
+}

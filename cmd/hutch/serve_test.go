@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
+)
+
+// serveCommand is the --server-command that starts this test binary as
+// `hutch serve --stdio` with args (the words hold no spaces).
+func serveCommand(t *testing.T, args ...string) string {
+	t.Helper()
+	t.Setenv(testenv.ProgramEnvKey, "hutch") // the server inherits it
+	return strings.Join(testenv.ProgramArgv(append([]string{"serve", "--stdio"}, args...)...), " ")
+}
+
+// hutch run --tier remote over a --server-command runs the command in
+// the served isolated tier: its writes land where the server lets them,
+// the server's policy holds (nothing else is readable), and the
+// command's status comes back.
+func TestRunRemoteOverStdio(t *testing.T) {
+	if err := isolated.Supported(); err != nil {
+		testenv.Missing(t, "this host cannot build isolated sandboxes: %v", err)
+	}
+	work, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(outside+"/secret", []byte("TOP-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCommand(t, "--write", work)
+	code, out, errs := hutch(t, "", "run", "--tier", "remote", "--server-command", srv, "--", "sh", "-c", "pwd; echo made > f.txt; cat "+outside+"/secret; exit 3")
+	if code != 3 || !strings.Contains(out, work) || strings.Contains(out, "TOP-SECRET") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if b, err := os.ReadFile(work + "/f.txt"); err != nil || string(b) != "made\n" {
+		t.Fatalf("the write did not land in the served root: %q %v", b, err)
+	}
+}
+
+// The remote flags apply to the remote tier only, and the remote tier
+// needs exactly one way to its server; each mistake is one line naming
+// the fix.
+func TestRunRemoteFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"run", "--tier", "local", "--server", "http://127.0.0.1:1", "--", "true"}, "apply to --tier remote"},
+		{[]string{"run", "--tier", "remote", "--", "true"}, "needs --server URL"},
+		{[]string{"run", "--tier", "remote", "--server", "http://127.0.0.1:1", "--", "true"}, "needs --token-file"},
+		{[]string{"run", "--tier", "remote", "--server", "http://x", "--server-command", "ssh x", "--", "true"}, "not both"},
+		{[]string{"run", "--tier", "remote", "--server-command", " ", "--", "true"}, "empty"},
+		{[]string{"run", "--tier", "remote", "--root", "/tmp", "--server-command", "ssh x", "--", "true"}, "the server's"},
+		{[]string{"serve"}, "--stdio or --listen"},
+		{[]string{"serve", "--stdio", "--listen", ":0"}, "--stdio or --listen"},
+		{[]string{"serve", "--stdio", "--token-file", "t"}, "apply to --listen"},
+		{[]string{"serve", "--listen", ":0"}, "needs --token-file"},
+		{[]string{"serve", "--listen", "0.0.0.0:0", "--token-file", "TOKEN"}, "--insecure"},
+		{[]string{"serve", "--stdio", "--tier", "remote"}, "not remote"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			if i := indexOf(c.args, "TOKEN"); i >= 0 {
+				c.args[i] = t.TempDir() + "/token"
+			}
+			code, _, errs := hutch(t, "", c.args...)
+			if code != exitUsage || !strings.Contains(errs, c.says) || strings.Count(errs, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q: want 125 and one line naming %q", code, errs, c.says)
+			}
+		})
+	}
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// hutch serve --listen with a token file, then hutch check --tier remote
+// against it: reachable, authenticated, the served tier and root; with
+// another token, reachable but refused.
+func TestServeListenAndCheck(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := dir + "/token"
+	srv := hutchCommand("serve", "--tier", "local", "--root", dir, "--listen", "127.0.0.1:0", "--token-file", tokenFile)
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`on (http://\S+)/`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				url <- m[1]
+			}
+		}
+	}()
+	var u string
+	select {
+	case u = <-url:
+	case <-time.After(20 * time.Second):
+		t.Fatal("hutch serve did not say where it listens")
+	}
+	fi, err := os.Stat(tokenFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	code, out, errs := hutch(t, "", "check", "--json", "--tier", "remote", "--server", u, "--token-file", tokenFile)
+	var rep remoteReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !rep.Authenticated || rep.Tier != "local" || rep.Root != dir {
+		t.Fatalf("check: exit %d, %q, %q", code, out, errs)
+	}
+	code, out, errs = hutch(t, "", "run", "--tier", "remote", "--server", u, "--token-file", tokenFile, "--", "sh", "-c", "echo hi > g.txt; cat g.txt")
+	if code != 0 || out != "hi\n" {
+		t.Fatalf("run: exit %d, %q, %q", code, out, errs)
+	}
+	bad := dir + "/bad"
+	if err := os.WriteFile(bad, []byte("another-servers-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = hutch(t, "", "check", "--json", "--tier", "remote", "--server", u, "--token-file", bad)
+	rep = remoteReport{}
+	if code != exitUsage || json.Unmarshal([]byte(out), &rep) != nil || !rep.Reachable || rep.Authenticated || !strings.Contains(rep.Error, "401") {
+		t.Fatalf("check with another token: exit %d, %q", code, out)
+	}
+}
