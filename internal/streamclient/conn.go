@@ -382,7 +382,7 @@ func (sc *Conn) call(ctx context.Context, req wire.StreamRequest, dataMax int, c
 	if err != nil {
 		return wire.StreamResponse{}, nil, err
 	}
-	if req.Op == "write" {
+	if req.Op == "write" || req.Op == "unpack" {
 		if err := sc.fw.WriteData(wire.FrameData, id, content, wire.MaxFramePayload, true); err != nil {
 			sc.fail(fmt.Errorf("%w: %v", ErrLost, err))
 			return wire.StreamResponse{}, nil, sc.deadErr()
@@ -483,6 +483,36 @@ func (sc *Conn) Remove(ctx context.Context, rel string, recursive bool) error {
 func (sc *Conn) Rename(ctx context.Context, from, to string) error {
 	_, _, err := sc.call(ctx, wire.StreamRequest{Op: "rename", Path: []byte(from), To: []byte(to)}, 0, nil)
 	return err
+}
+
+// Pack returns the regular files under dir changed after since (all when
+// zero) as one tar stream, read where the files are in one operation.
+func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time) ([]byte, error) {
+	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "pack", Path: []byte(dir), Since: unixNano(since)}, sandbox.MaxFileSize, nil)
+	return data, err
+}
+
+// Unpack writes the files of the tar stream archive below dir, in one
+// operation, and says how many it wrote.
+func (sc *Conn) Unpack(ctx context.Context, dir string, archive []byte) (int, error) {
+	res, _, err := sc.call(ctx, wire.StreamRequest{Op: "unpack", Path: []byte(dir), Size: int64(len(archive))}, 0, archive)
+	return res.Count, err
+}
+
+// Changed describes the regular files under dir changed after since.
+func (sc *Conn) Changed(ctx context.Context, dir string, since time.Time) ([]sandbox.FileInfo, error) {
+	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "changed", Path: []byte(dir), Since: unixNano(since)}, wire.MaxAnswerBytes, nil)
+	if err != nil {
+		return nil, err
+	}
+	return wire.ReadListing(data)
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // Exec runs one command over the stream: its input is sent within the

@@ -60,6 +60,22 @@ type Backend interface {
 	Exec(ctx context.Context, req wire.StreamRequest, io Stdio) wire.StreamResponse
 }
 
+// Transfer is implemented by backends that move whole trees in one
+// operation (see package server); others answer ErrUnsupported.
+type Transfer interface {
+	// Pack writes the regular files under dir (a directory, "." the
+	// root) changed after since (all when zero) to w as a tar stream,
+	// paths relative to dir.
+	Pack(ctx context.Context, dir string, since time.Time, w io.Writer) error
+	// Unpack writes the files of the tar stream r below dir and says how
+	// many it wrote.
+	Unpack(ctx context.Context, dir string, r io.Reader) (int, error)
+	// Changed describes the regular files under dir changed after since.
+	Changed(ctx context.Context, dir string, since time.Time) ([]sandbox.FileInfo, error)
+}
+
+var errNoTransfer = fmt.Errorf("bulk transfer: %w", sandbox.ErrUnsupported)
+
 // MaxOps bounds the operations one stream may have in flight; a client
 // that starts more is refused (each extra request gets an error response,
 // nothing runs).
@@ -164,7 +180,7 @@ func (s *Server) dispatch(f wire.Frame) error {
 		if o == nil {
 			return nil
 		}
-		if o.req.Op != "write" || o.sealed || int64(len(o.data)+len(f.Payload)) > o.req.Size {
+		if !uploads(o.req.Op) || o.sealed || int64(len(o.data)+len(f.Payload)) > o.req.Size {
 			return wire.ProtoErr("unexpected data for operation %d", f.ID)
 		}
 		o.data = append(o.data, f.Payload...)
@@ -174,9 +190,12 @@ func (s *Server) dispatch(f wire.Frame) error {
 			return nil
 		}
 		switch {
-		case wire.FrameType(f.Payload[0]) == wire.FrameData && o.req.Op == "write" && !o.sealed && int64(len(o.data)) == o.req.Size:
+		case wire.FrameType(f.Payload[0]) == wire.FrameData && uploads(o.req.Op) && !o.sealed && int64(len(o.data)) == o.req.Size:
 			o.sealed = true // the content is complete: nothing may follow
 			s.run(f.ID, o, func() wire.StreamResponse {
+				if o.req.Op == "unpack" {
+					return s.unpack(o)
+				}
 				return wire.StreamResponse{Err: wire.ToWire(s.b.Write(o.ctx, string(o.req.Path), o.data))}
 			})
 		case wire.FrameType(f.Payload[0]) == wire.FrameStdin && o.stdin != nil:
@@ -223,8 +242,8 @@ func (s *Server) request(f wire.Frame) error {
 	}
 	o := &op{req: req}
 	switch req.Op {
-	case "read", "stat", "glob", "list", "search", "mkdir", "remove", "rename":
-	case "write":
+	case "read", "stat", "glob", "list", "search", "mkdir", "remove", "rename", "pack", "changed":
+	case "write", "unpack":
 		if req.Size < 0 || req.Size > sandbox.MaxFileSize {
 			return wire.ProtoErr("write of %d bytes", req.Size)
 		}
@@ -256,7 +275,7 @@ func (s *Server) request(f wire.Frame) error {
 	if len(s.ops) >= MaxOps {
 		s.mu.Unlock()
 		o.cancel()
-		if req.Op == "write" {
+		if uploads(req.Op) {
 			// Its content follows and cannot be told apart from a
 			// finished operation's late frames: the client broke the
 			// bound it was given.
@@ -264,7 +283,7 @@ func (s *Server) request(f wire.Frame) error {
 		}
 		return s.fw.WriteJSON(wire.FrameResponse, f.ID, wire.StreamResponse{Err: wire.ToWire(fmt.Errorf("%w (at most %d): wait for some to end", ErrBusy, MaxOps))})
 	}
-	if req.Op == "write" {
+	if uploads(req.Op) {
 		o.data = make([]byte, 0, req.Size)
 	}
 	s.ops[f.ID] = o
@@ -326,10 +345,50 @@ func (s *Server) request(f wire.Frame) error {
 			}()
 			return s.b.Exec(o.ctx, req, Stdio{ID: f.ID, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr, W: s.fw})
 		})
-	case "write":
-		// The content follows; its close frame runs the write.
+	case "pack":
+		s.run(f.ID, o, func() wire.StreamResponse {
+			t, ok := s.b.(Transfer)
+			if !ok {
+				return wire.StreamResponse{Err: wire.ToWire(errNoTransfer)}
+			}
+			return s.answer(f.ID, func(w io.Writer) error { return t.Pack(o.ctx, string(req.Path), sinceOf(req), w) })
+		})
+	case "changed":
+		s.run(f.ID, o, func() wire.StreamResponse {
+			t, ok := s.b.(Transfer)
+			if !ok {
+				return wire.StreamResponse{Err: wire.ToWire(errNoTransfer)}
+			}
+			ents, err := t.Changed(o.ctx, string(req.Path), sinceOf(req))
+			if err != nil {
+				return wire.StreamResponse{Err: wire.ToWire(err)}
+			}
+			return s.answer(f.ID, func(w io.Writer) error { return wire.WriteListing(w, ents) })
+		})
+	case "write", "unpack":
+		// The content follows; its close frame runs the operation.
 	}
 	return nil
+}
+
+// uploads reports the operations whose request is followed by content.
+func uploads(op string) bool { return op == "write" || op == "unpack" }
+
+func sinceOf(req wire.StreamRequest) time.Time {
+	if req.Since == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, req.Since)
+}
+
+// unpack writes an uploaded archive into the backend.
+func (s *Server) unpack(o *op) wire.StreamResponse {
+	t, ok := s.b.(Transfer)
+	if !ok {
+		return wire.StreamResponse{Err: wire.ToWire(errNoTransfer)}
+	}
+	n, err := t.Unpack(o.ctx, string(o.req.Path), bytes.NewReader(o.data))
+	return wire.StreamResponse{Count: n, Err: wire.ToWire(err)}
 }
 
 // run answers operation id with what fn returns, from a goroutine of its

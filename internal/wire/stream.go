@@ -295,7 +295,7 @@ type Hello struct {
 // environment entries are byte strings (JSON base64), so names that are
 // not valid UTF-8 arrive intact.
 type StreamRequest struct {
-	Op   string `json:"op"` // read, write, stat, glob, list, mkdir, remove, rename, search, exec
+	Op   string `json:"op"` // read, write, stat, glob, list, mkdir, remove, rename, search, exec, pack, unpack, changed
 	Path []byte `json:"path,omitempty"`
 	// To is a rename's new path; Recursive a remove's.
 	To        []byte `json:"to,omitempty"`
@@ -314,6 +314,9 @@ type StreamRequest struct {
 	// Stdin says Stdin frames follow; without it the command's input is
 	// empty.
 	Stdin bool `json:"stdin,omitempty"`
+	// Since, for pack and changed, is a time in Unix nanoseconds: only
+	// files changed after it (0: all).
+	Since int64 `json:"since,omitempty"`
 	// MaxOutput is how much of each output stream the caller keeps (0:
 	// the default), so a server that captures too reports the same.
 	MaxOutput int `json:"max_output,omitempty"`
@@ -331,6 +334,8 @@ type StreamResponse struct {
 	// counter moved while the command ran, for an exec that did not time
 	// out.
 	Limit string `json:"limit,omitempty"`
+	// Count is how many files an unpack wrote.
+	Count int `json:"count,omitempty"`
 	// Signal names the signal that ended the command, from a server
 	// that knows it by name (Status then carries ExitCode 128+N alone).
 	Signal string `json:"signal,omitempty"`

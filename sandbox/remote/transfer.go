@@ -1,0 +1,272 @@
+package remote
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/rand"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/streamclient"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// MaxTransferBytes bounds one CopyIn or CopyOut: the archive is held whole
+// on each side (a larger tree is copied in parts).
+const MaxTransferBytes = sandbox.MaxFileSize
+
+// conn is the live session for a transfer, after the same checks as a
+// file operation.
+func (s *Sandbox) transferConn(ctx context.Context, op, dir string) (*streamclient.Conn, string, error) {
+	rel, err := s.Clean(op, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := s.ready(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	return b.(*streamclient.Conn), rel, nil
+}
+
+// Changed describes the regular files under dir (root-relative; "" or "."
+// the root) that were created or changed after since, in one call: what a
+// run changed is Changed(ctx, ".", start). It relies on modification
+// times, which a command can set back.
+func (s *Sandbox) Changed(ctx context.Context, dir string, since time.Time) ([]sandbox.FileInfo, error) {
+	c, rel, err := s.transferConn(ctx, "changed", orDot(dir))
+	if err != nil {
+		return nil, err
+	}
+	fis, err := c.Changed(ctx, rel, since)
+	if err != nil {
+		return nil, s.failed(err)
+	}
+	return fis, nil
+}
+
+// CopyIn copies the tree at hostDir (a directory on this machine) to dir
+// in the sandbox in one streamed call: one tar stream of its regular
+// files and directories (symbolic links are not followed and not
+// copied). Each file is replaced atomically on the server; a failure
+// part-way leaves the files before it copied, and the count says how many.
+func (s *Sandbox) CopyIn(ctx context.Context, hostDir, dir string) (int, error) {
+	archive, err := packHost(hostDir)
+	if err != nil {
+		return 0, err
+	}
+	c, rel, err := s.transferConn(ctx, "copy in", orDot(dir))
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.Unpack(ctx, rel, archive)
+	if err != nil {
+		return n, s.failed(err)
+	}
+	return n, nil
+}
+
+// CopyOut copies the regular files under dir in the sandbox changed after
+// since (all when zero) into hostDir on this machine, in one streamed
+// call. Names from the server are written through an os.Root at hostDir,
+// so none lands outside it; each file is written to a temporary name and
+// renamed, so none is torn.
+func (s *Sandbox) CopyOut(ctx context.Context, dir, hostDir string, since time.Time) (int, error) {
+	c, rel, err := s.transferConn(ctx, "copy out", orDot(dir))
+	if err != nil {
+		return 0, err
+	}
+	archive, err := c.Pack(ctx, rel, since)
+	if err != nil {
+		return 0, s.failed(err)
+	}
+	return unpackHost(archive, hostDir)
+}
+
+func orDot(dir string) string {
+	if dir == "" {
+		return "."
+	}
+	return dir
+}
+
+// packHost is hostDir's regular files and directories as a tar stream.
+func packHost(hostDir string) ([]byte, error) {
+	root, err := os.OpenRoot(hostDir)
+	if err != nil {
+		return nil, fmt.Errorf("copy in: %w", err)
+	}
+	defer root.Close()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: int64(info.Mode().Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX})
+		case !info.Mode().IsRegular():
+			return nil // links, devices, sockets: not copied
+		}
+		if buf.Len()+int(info.Size()) > MaxTransferBytes {
+			return fmt.Errorf("%s holds more than %d bytes: %w: copy it in parts", hostDir, MaxTransferBytes, sandbox.ErrTooLarge)
+		}
+		data, err := root.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Size: int64(len(data)), Mode: int64(info.Mode().Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copy in %s: %w", hostDir, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// unpackHost writes the regular files of archive below hostDir, through
+// an os.Root (a name leading out is refused by it), each via a temporary
+// file and a rename.
+func unpackHost(archive []byte, hostDir string) (int, error) {
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
+		return 0, fmt.Errorf("copy out: %w", err)
+	}
+	root, err := os.OpenRoot(hostDir)
+	if err != nil {
+		return 0, fmt.Errorf("copy out: %w", err)
+	}
+	defer root.Close()
+	tr := tar.NewReader(bytes.NewReader(archive))
+	n := 0
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("copy out: %w", err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return n, fmt.Errorf("copy out: entry %q is not a regular file: %w", hdr.Name, sandbox.ErrUnsupported)
+		}
+		name := filepath.FromSlash(path.Clean(hdr.Name))
+		if dir := filepath.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return n, fmt.Errorf("copy out %s: %w", hdr.Name, err)
+			}
+		}
+		if err := writeVia(root, name, tr, fs.FileMode(hdr.Mode).Perm()); err != nil {
+			return n, fmt.Errorf("copy out %s: %w", hdr.Name, err)
+		}
+		_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
+		n++
+	}
+}
+
+// writeVia writes r to name under root through a temporary file that is
+// renamed over it.
+func writeVia(root *os.Root, name string, r io.Reader, mode fs.FileMode) error {
+	tmp := filepath.Join(filepath.Dir(name), ".hutch-copy-"+randomSuffix())
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%w: %v", sandbox.ErrIsDir, err)
+		}
+	}
+	return err
+}
+
+func randomSuffix() string { return rand.Text() }
+
+// Mount is a host directory a Run copies into the sandbox before its
+// command (at Dir, root-relative), and, when Writable, whose files the
+// command created or changed are copied back after it.
+type Mount struct {
+	Host     string
+	Dir      string
+	Writable bool
+}
+
+// Copied says what a Run moved: files copied in, and copied back.
+type Copied struct {
+	In, Back int
+}
+
+// Run is RubyLLM's custom-sandbox run over the remote tier: every mount
+// is copied in (one streamed call each), cmd runs, and the files under
+// each writable mount that the run created or changed come back to the
+// host (one call each). The result is the command's own, Blocked
+// included. Files the command deleted are not deleted on the host, and
+// permission bits do not travel in (the server's Write gives new files
+// 0644). A failure to copy in runs nothing; a failure to copy back is
+// returned with the result.
+func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command, mounts []Mount) (sandbox.Result, Copied, error) {
+	var c Copied
+	marks := make([]time.Time, len(mounts))
+	for i, m := range mounts {
+		n, err := s.CopyIn(ctx, m.Host, m.Dir)
+		c.In += n
+		if err != nil {
+			return sandbox.Result{}, c, err
+		}
+		// What changes after the newest file now there (the server's
+		// clock, so no skew between the machines) is the run's doing.
+		fis, err := s.Changed(ctx, m.Dir, time.Time{})
+		if err != nil {
+			return sandbox.Result{}, c, err
+		}
+		for _, fi := range fis {
+			if fi.ModTime.After(marks[i]) {
+				marks[i] = fi.ModTime
+			}
+		}
+	}
+	res, err := s.Exec(ctx, cmd)
+	if err != nil {
+		return res, c, err
+	}
+	for i, m := range mounts {
+		if !m.Writable {
+			continue
+		}
+		since := marks[i]
+		if since.IsZero() {
+			since = time.Unix(0, 1) // everything there is new
+		}
+		n, err := s.CopyOut(ctx, m.Dir, m.Host, since)
+		c.Back += n
+		if err != nil {
+			return res, c, err
+		}
+	}
+	return res, c, nil
+}
