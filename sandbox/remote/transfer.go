@@ -3,8 +3,8 @@ package remote
 import (
 	"archive/tar"
 	"bytes"
-	"crypto/rand"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
