@@ -1,0 +1,212 @@
+// Command remotecmp measures the remote tier against hutch serve --listen
+// on loopback, side by side with the isolated tier in this process: exec
+// of `true` (warm, in a session), read of a 4 KiB file, a tree of files
+// copied in and out in one call each, and the same tree one file per call.
+// Run it through bench/remote.sh.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/policy"
+	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
+	"github.com/hutchsandbox/hutch/sandbox/remote"
+)
+
+func main() {
+	helper.Main() // the isolated tier's helpers are this program
+	hutch := flag.String("hutch", "", "the hutch binary to serve with")
+	n := flag.Int("n", 300, "runs of each timed operation")
+	files := flag.Int("files", 1000, "files in the copied tree")
+	size := flag.Int("size", 10<<10, "bytes per file")
+	flag.Parse()
+	if err := run(*hutch, *n, *files, *size); err != nil {
+		fmt.Fprintln(os.Stderr, "remotecmp:", err)
+		os.Exit(1)
+	}
+}
+
+func run(hutch string, n, files, size int) error {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "remotecmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	work := filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return err
+	}
+	srv := exec.Command(hutch, "serve", "--listen", "127.0.0.1:0", "--token-file", filepath.Join(tmp, "token"), "--write", work)
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	url, err := listening(stderr)
+	if err != nil {
+		return err
+	}
+	token, err := os.ReadFile(filepath.Join(tmp, "token"))
+	if err != nil {
+		return err
+	}
+	rsb, err := remote.New(ctx, remote.Server{URL: url, Token: strings.TrimSpace(string(token))}, remote.Options{})
+	if err != nil {
+		return err
+	}
+	defer rsb.Close()
+	local := filepath.Join(tmp, "local")
+	if err := os.Mkdir(local, 0o755); err != nil {
+		return err
+	}
+	isb, err := isolated.New(ctx, isolated.Options{Policy: policy.Default().Extend(policy.Policy{Write: []string{local}})})
+	if err != nil {
+		return err
+	}
+	defer isb.Close()
+
+	true_ := sandbox.Command{Args: []string{"true"}, Timeout: 30 * time.Second}
+	execIn := func(sb sandbox.Sandbox) func() error {
+		return func() error { _, err := sb.Exec(ctx, true_); return err }
+	}
+	iso, err := p50(n, execIn(isb))
+	if err != nil {
+		return err
+	}
+	rem, err := p50(n, execIn(rsb))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("exec true (warm session)   isolated %8v   remote %8v   remote/isolated %.2fx (target <= 2x)\n", iso, rem, float64(rem)/float64(iso))
+
+	page := make([]byte, 4096)
+	if err := rsb.Write(ctx, "page", page); err != nil {
+		return err
+	}
+	if err := isb.Write(ctx, "page", page); err != nil {
+		return err
+	}
+	readOf := func(sb sandbox.Sandbox) func() error {
+		return func() error { _, err := sb.Read(ctx, "page"); return err }
+	}
+	iso, err = p50(n, readOf(isb))
+	if err != nil {
+		return err
+	}
+	rem, err = p50(n, readOf(rsb))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("read 4 KiB                 isolated %8v   remote %8v   (target: remote p50 <= 1ms)\n", iso, rem)
+
+	src := filepath.Join(tmp, "src")
+	names, err := makeTree(src, files, size)
+	if err != nil {
+		return err
+	}
+	begin := time.Now()
+	if c, err := rsb.CopyIn(ctx, src, "tree"); err != nil || c != files {
+		return fmt.Errorf("copy in: %d files, %v", c, err)
+	}
+	in := time.Since(begin)
+	begin = time.Now()
+	if c, err := rsb.CopyOut(ctx, "tree", filepath.Join(tmp, "out"), time.Time{}); err != nil || c != files {
+		return fmt.Errorf("copy out: %d files, %v", c, err)
+	}
+	out := time.Since(begin)
+	begin = time.Now()
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return err
+		}
+		if err := rsb.Write(ctx, "each/"+name, data); err != nil {
+			return err
+		}
+	}
+	eachIn := time.Since(begin)
+	begin = time.Now()
+	for _, name := range names {
+		if _, err := rsb.Read(ctx, "each/"+name); err != nil {
+			return err
+		}
+	}
+	eachOut := time.Since(begin)
+	mb := float64(files*size) / (1 << 20)
+	fmt.Printf("tree of %d files, %.1f MiB  copy in %8v   copy out %8v   (target < 500ms each way)\n", files, mb, in.Round(time.Millisecond), out.Round(time.Millisecond))
+	fmt.Printf("  one file per call         in %8v   out %8v   per-call/bulk %.1fx in, %.1fx out\n", eachIn.Round(time.Millisecond), eachOut.Round(time.Millisecond),
+		float64(eachIn)/float64(in), float64(eachOut)/float64(out))
+	return nil
+}
+
+func listening(stderr interface{ Read([]byte) (int, error) }) (string, error) {
+	sc := bufio.NewScanner(stderr)
+	re := regexp.MustCompile(`on (http://\S+)/`)
+	found := make(chan string, 1)
+	go func() {
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		return u, nil
+	case <-time.After(30 * time.Second):
+		return "", fmt.Errorf("hutch serve did not say where it listens")
+	}
+}
+
+// p50 runs fn n times (after a few warm-ups) and returns the median.
+func p50(n int, fn func() error) (time.Duration, error) {
+	for range 5 {
+		if err := fn(); err != nil {
+			return 0, err
+		}
+	}
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		begin := time.Now()
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		ds[i] = time.Since(begin)
+	}
+	slices.Sort(ds)
+	return ds[n/2].Round(time.Microsecond), nil
+}
+
+func makeTree(dir string, files, size int) ([]string, error) {
+	names := make([]string, files)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+	for i := range files {
+		names[i] = filepath.Join(fmt.Sprintf("d%02d", i%32), fmt.Sprintf("f%04d", i))
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(names[i])), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, names[i]), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
