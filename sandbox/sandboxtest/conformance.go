@@ -33,6 +33,39 @@ type Options struct {
 	// HostProcesses: the tier's processes are visible in this host's /proc,
 	// so the suite can prove that no process outlives a timeout.
 	HostProcesses bool
+
+	// Name names the tier in the messages of the cases skipped for what
+	// it cannot guarantee ("" is "this tier").
+	Name string
+
+	// The fields below say what a tier cannot guarantee. Each skips only
+	// the cases that prove that guarantee, and says so (t.Skip); the zero
+	// value, all false, runs everything.
+
+	// LexicalPathsOnly: paths are checked only as text, so a symbolic
+	// link made on the tier that leads out of the root is not refused.
+	LexicalPathsOnly bool
+	// NoAtomicWrite: a reader may see a file half written.
+	NoAtomicWrite bool
+	// NoTreeKill: a timeout stops only what the tier's provider stops, so
+	// processes a command started may outlive it.
+	NoTreeKill bool
+	// NoLiveOutput: output reaches Command.Stdout and Command.Stderr only
+	// once the command has ended, so a failing live writer cannot stop it.
+	NoLiveOutput bool
+	// WholeStdin: standard input is handed over whole before the command
+	// starts, so a command cannot wait on a stdin that never ends.
+	WholeStdin bool
+}
+
+// skipGap skips the case proving what the tier cannot guarantee.
+func (o Options) skipGap(t *testing.T, what, why string) {
+	t.Helper()
+	name := o.Name
+	if name == "" {
+		name = "this tier"
+	}
+	t.Skipf("%s cannot guarantee %s: %s", name, what, why)
 }
 
 // Factory returns a fresh, empty sandbox. Run closes it.
@@ -48,7 +81,7 @@ func Run(t *testing.T, newSB Factory, opts Options) {
 	}
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, fresh(t)) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, fresh(t)) })
-	t.Run("Escapes", func(t *testing.T) { testEscapes(t, fresh(t)) })
+	t.Run("Escapes", func(t *testing.T) { testEscapes(t, fresh(t), opts) })
 	t.Run("InvalidPaths", func(t *testing.T) { testInvalidPaths(t, fresh(t)) })
 	t.Run("Names", func(t *testing.T) { testNames(t, fresh(t)) })
 	t.Run("Stat", func(t *testing.T) { testStat(t, fresh(t)) })
@@ -58,7 +91,7 @@ func Run(t *testing.T, newSB Factory, opts Options) {
 	t.Run("Search", func(t *testing.T) { testSearch(t, fresh(t)) })
 	t.Run("Exec", func(t *testing.T) { testExec(t, fresh(t), opts) })
 	t.Run("Environment", func(t *testing.T) { testEnvironment(t, fresh(t)) })
-	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, fresh(t)) })
+	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, fresh(t), opts) })
 	t.Run("Close", func(t *testing.T) { testClose(t, fresh(t)) })
 }
 
@@ -146,7 +179,7 @@ func testErrors(t *testing.T, sb sandbox.Sandbox) {
 	}
 }
 
-func testEscapes(t *testing.T, sb sandbox.Sandbox) {
+func testEscapes(t *testing.T, sb sandbox.Sandbox, opts Options) {
 	paths := []string{"..", "../x", "a/../../x", "./../x", "a/b/../../../x", "../" + path.Base(sb.Root()) + "/x"}
 	if sb.Root() != "/" {
 		paths = append(paths, path.Join(path.Dir(sb.Root()), "outside.txt"), "/etc/passwd", sb.Root()+"-sibling/x")
@@ -168,6 +201,41 @@ func testEscapes(t *testing.T, sb sandbox.Sandbox) {
 			}
 		})
 	}
+	t.Run("symbolic links out", func(t *testing.T) { testLinkEscapes(t, sb, opts) })
+}
+
+// testLinkEscapes: symbolic links made on the tier that lead out of the
+// root (to "/", to the root's parent, dangling there) are escapes for
+// every file operation and for Exec's Dir, and Glob drops them.
+func testLinkEscapes(t *testing.T, sb sandbox.Sandbox, opts Options) {
+	if !sb.Supports(sandbox.FeatureShell) {
+		t.Skip("no shell to make symbolic links with")
+	}
+	if opts.LexicalPathsOnly {
+		opts.skipGap(t, "that a symbolic link leading out of the root is refused", "it checks paths only as text, and links are resolved where the files are")
+	}
+	r, err := sb.Exec(bg, sandbox.Command{Shell: "ln -s / up && ln -s .. parent && ln -s ../hutch-escape-target dang"})
+	if err != nil || r.ExitCode != 0 {
+		t.Skipf("cannot make symbolic links here: %v %s", err, r.Stderr)
+	}
+	for _, p := range []string{"up", "up/etc/passwd", "parent"} {
+		_, err := sb.Read(bg, p)
+		wantErr(t, "Read "+p, err, sandbox.ErrEscape)
+		_, err = sb.Stat(bg, p)
+		wantErr(t, "Stat "+p, err, sandbox.ErrEscape)
+	}
+	wantErr(t, "Write dang", sb.Write(bg, "dang", []byte("escaped")), sandbox.ErrEscape)
+	for _, pat := range []string{"*", "*/", "up/*"} {
+		got, err := sb.Glob(bg, pat)
+		if err != nil && !errors.Is(err, sandbox.ErrEscape) {
+			t.Errorf("Glob(%q): %v", pat, err)
+		}
+		if len(got) > 0 {
+			t.Errorf("Glob(%q) = %q; the links out must be dropped", pat, got)
+		}
+	}
+	_, err = sb.Exec(bg, sandbox.Command{Shell: "pwd", Dir: "up"})
+	wantErr(t, "Exec in up", err, sandbox.ErrEscape)
 }
 
 func testInvalidPaths(t *testing.T, sb sandbox.Sandbox) {
@@ -464,12 +532,18 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 			t.Errorf("Exec returned after %v", d)
 		}
 		if opts.HostProcesses {
+			if opts.NoTreeKill {
+				opts.skipGap(t, "that a timeout stops every process the command started", "it stops only what its provider stops")
+			}
 			if left := Survivors(marker, 2*time.Second); len(left) > 0 {
 				t.Errorf("processes outlived the timeout: %q", left)
 			}
 		}
 	})
 	t.Run("background children do not outlive the command", func(t *testing.T) {
+		if opts.NoTreeKill {
+			opts.skipGap(t, "that background processes end with the command", "it stops only what its provider stops")
+		}
 		if !opts.HostProcesses {
 			t.Skip("tier's processes are not visible in this host's /proc")
 		}
@@ -512,6 +586,9 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 		if d := time.Since(start); d > 10*time.Second || string(r.Stdout) != "ok\n" {
 			t.Errorf("got %q after %v", r.Stdout, d)
 		}
+		if opts.WholeStdin {
+			opts.skipGap(t, "that a command may wait on a stdin that never ends", "standard input is handed over whole before the command starts")
+		}
 		start = time.Now()
 		r = run(t, sandbox.Command{Shell: "cat", Stdin: block, Timeout: 500 * time.Millisecond})
 		if d := time.Since(start); !r.TimedOut || d > 10*time.Second {
@@ -519,6 +596,9 @@ func testExec(t *testing.T, sb sandbox.Sandbox, opts Options) {
 		}
 	})
 	t.Run("a failing live writer ends the command with SIGPIPE", func(t *testing.T) {
+		if opts.NoLiveOutput {
+			opts.skipGap(t, "that a failing live writer stops the command", "output reaches live writers only once the command has ended")
+		}
 		fail := writerFunc(func([]byte) (int, error) { return 0, errors.New("client went away") })
 		marker := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
 		r := run(t, sandbox.Command{Shell: "yes " + marker, Stdout: fail, Timeout: 8 * time.Second})
@@ -640,11 +720,12 @@ func equalEnv(a, b sandbox.Environment) bool {
 	return true
 }
 
-func testConcurrency(t *testing.T, sb sandbox.Sandbox) {
+func testConcurrency(t *testing.T, sb sandbox.Sandbox, opts Options) {
 	const workers, rounds = 8, 25
 	big := func(w, i int) []byte { return bytes.Repeat([]byte{byte('a' + w)}, 4096+i) }
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*rounds*4)
+	torn := make(chan error, workers*rounds)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -660,7 +741,7 @@ func testConcurrency(t *testing.T, sb sandbox.Sandbox) {
 				if err != nil {
 					errs <- err
 				} else if len(b) < 4096 || !bytes.Equal(b, bytes.Repeat(b[:1], len(b))) {
-					errs <- fmt.Errorf("torn read: %d bytes mixing writers", len(b))
+					torn <- fmt.Errorf("torn read: %d bytes mixing writers", len(b))
 				}
 				if _, err := sb.Glob(bg, "own/**"); err != nil {
 					errs <- err
@@ -670,9 +751,18 @@ func testConcurrency(t *testing.T, sb sandbox.Sandbox) {
 	}
 	wg.Wait()
 	close(errs)
+	close(torn)
 	for err := range errs {
 		t.Error(err)
 	}
+	t.Run("no torn reads", func(t *testing.T) {
+		if opts.NoAtomicWrite {
+			opts.skipGap(t, "that a reader never sees a file half written", "its writes are not atomic")
+		}
+		for err := range torn {
+			t.Error(err)
+		}
+	})
 	got, err := sb.Glob(bg, "own/**")
 	if err != nil || len(got) != workers*rounds {
 		t.Errorf("after concurrent writes Glob found %d files (%v), want %d", len(got), err, workers*rounds)
