@@ -195,6 +195,24 @@ func ReadStream(ctx context.Context, sb Sandbox, path string, fn func(io.Reader)
 	return fi, fn(bytes.NewReader(data))
 }
 
+// Packer is implemented by tiers that move a whole tree of regular files
+// in one operation, where the files are (the remote tier's bulk copies use
+// it on the server). The stream is a tar stream whose headers are the
+// manifest: names relative to dir, sizes, permission bits, modification
+// times.
+type Packer interface {
+	// Pack writes the regular files under dir (a directory; "." the
+	// root) changed after since (all when zero) to w. Links to files
+	// inside the root are packed as files; what leads out is not.
+	Pack(ctx context.Context, dir string, since time.Time, w io.Writer) error
+	// Unpack writes the directories and regular files of r below dir,
+	// each file as Write does (atomically; a new file 0644, an existing
+	// one keeping its mode), and says how many files it wrote. An entry
+	// that is neither, or whose name leads out of dir, stops it with an
+	// error naming the entry; the files written before it stay.
+	Unpack(ctx context.Context, dir string, r io.Reader) (int, error)
+}
+
 // Scoper is implemented by tiers whose Root alone does not say what a call
 // reaches (the container tier: an image, binds and an engine; the isolated
 // tier: a policy). Scope names all of it, so an approval given for a call

@@ -6,23 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/treetar"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-// MaxTransferBytes bounds one Pack or Unpack: the tar stream is held
-// whole on each side (a tree larger than this is copied in parts).
-const MaxTransferBytes = sandbox.MaxFileSize
+// MaxTransferBytes bounds one Pack or Unpack.
+const MaxTransferBytes = treetar.MaxBytes
 
-// names lists what Glob finds under dir (files, and entries that are
-// neither files nor directories), undescribed.
+// workers is how many operations a transfer keeps in flight on a served
+// sandbox that has no Pack of its own: a tier whose file operations cross
+// a boundary serves them concurrently, and a write waits on the disk
+// (fsync) more than on a core.
+const workers = 32
+
+// names lists what Glob finds under dir, undescribed.
 func (b backend) names(ctx context.Context, dir string) ([]sandbox.FileInfo, error) {
-	names, err := b.sb.Glob(ctx, treePattern(dir))
+	names, err := b.sb.Glob(ctx, treetar.Pattern(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -33,27 +35,19 @@ func (b backend) names(ctx context.Context, dir string) ([]sandbox.FileInfo, err
 	return out, nil
 }
 
-func treePattern(dir string) string {
-	if d := path.Clean(dir); d != "." && d != "" {
-		return d + "/**"
-	}
-	return "**"
-}
-
 // files lists the regular files under dir (root-relative paths), each
 // described, changed after since when it is set.
 func (b backend) files(ctx context.Context, dir string, since time.Time) ([]sandbox.FileInfo, error) {
-	names, err := b.sb.Glob(ctx, treePattern(dir))
+	infos, err := b.names(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	infos := make([]sandbox.FileInfo, len(names))
-	err = parallel(ctx, len(names), func(i int) error {
-		fi, err := b.sb.Stat(ctx, names[i])
+	err = treetar.Parallel(ctx, len(infos), workers, func(i int) error {
+		fi, err := b.sb.Stat(ctx, infos[i].Path)
 		if errors.Is(err, sandbox.ErrNotFound) {
 			return nil // removed since the glob
 		}
-		fi.Path = names[i]
+		fi.Path = infos[i].Path
 		infos[i] = fi
 		return err
 	})
@@ -69,60 +63,22 @@ func (b backend) files(ctx context.Context, dir string, since time.Time) ([]sand
 	return out, nil
 }
 
-// workers is how many operations a transfer keeps in flight on the
-// served sandbox: a tier whose file operations cross a boundary (the
-// isolated tier's helper) serves them concurrently, and a write waits on
-// the disk (fsync) more than on a core.
-const workers = 32
-
-// parallel calls fn(0..n-1) from at most workers goroutines and returns
-// the first error (the others then stop taking work).
-func parallel(ctx context.Context, n int, fn func(i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					cancel(err)
-				}
-			}
-		}()
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return ctx.Err()
-}
-
 // Changed describes the regular files under dir changed after since.
 func (b backend) Changed(ctx context.Context, dir string, since time.Time) ([]sandbox.FileInfo, error) {
 	return b.files(ctx, dir, since)
 }
 
 // Pack writes the regular files under dir changed after since as a tar
-// stream, names relative to dir, each with its size, permission bits and
-// modification time (the manifest is the headers).
+// stream: in one operation of the served tier when it is a
+// sandbox.Packer, else read workers at once.
 func (b backend) Pack(ctx context.Context, dir string, since time.Time, w io.Writer) error {
+	if p, ok := b.sb.(sandbox.Packer); ok {
+		return p.Pack(ctx, dir, since, w)
+	}
 	var fis []sandbox.FileInfo
 	var err error
 	if since.IsZero() {
-		// Every file goes: reading one describes it, so no Stat first.
-		fis, err = b.names(ctx, dir)
+		fis, err = b.names(ctx, dir) // reading a file describes it
 	} else {
 		fis, err = b.files(ctx, dir, since)
 	}
@@ -132,7 +88,7 @@ func (b backend) Pack(ctx context.Context, dir string, since time.Time, w io.Wri
 	var total atomic.Int64
 	datas := make([][]byte, len(fis))
 	present := make([]bool, len(fis))
-	err = parallel(ctx, len(fis), func(i int) error {
+	err = treetar.Parallel(ctx, len(fis), workers, func(i int) error {
 		data, got, err := sandbox.ReadStat(ctx, b.sb, fis[i].Path, 0)
 		if errors.Is(err, sandbox.ErrNotFound) {
 			return nil // removed since the listing: not sent
@@ -154,13 +110,11 @@ func (b backend) Pack(ctx context.Context, dir string, since time.Time, w io.Wri
 		return err
 	}
 	tw := tar.NewWriter(w)
-	prefix := path.Clean(dir) + "/"
 	for i, fi := range fis {
 		if !present[i] {
 			continue
 		}
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(fi.Path, prefix), Size: int64(len(datas[i])), Mode: int64(fi.Mode.Perm()), ModTime: fi.ModTime, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
+		if err := tw.WriteHeader(treetar.Header(dir, fi.Path, fi, int64(len(datas[i])))); err != nil {
 			return err
 		}
 		if _, err := tw.Write(datas[i]); err != nil {
@@ -170,60 +124,13 @@ func (b backend) Pack(ctx context.Context, dir string, since time.Time, w io.Wri
 	return tw.Close()
 }
 
-// Unpack writes the regular files and directories of the tar stream r
-// below dir, each file replaced atomically by the sandbox's Write (a new
-// file gets 0644, an existing one keeps its mode: the stream's modes are
-// not applied). The whole stream is checked first: an entry that is no
-// file or directory, or whose name leads out of dir, refuses it with an
-// error naming the entry, and no file is written. Files are then written
-// concurrently; after a failure the files written stay, and the count
-// says how many.
+// Unpack writes the files of the tar stream r below dir: in one operation
+// of the served tier when it is a sandbox.Packer, else through its Write,
+// workers at once (see treetar.Unpack).
 func (b backend) Unpack(ctx context.Context, dir string, r io.Reader) (int, error) {
-	type file struct {
-		dst  string
-		data []byte
+	if p, ok := b.sb.(sandbox.Packer); ok {
+		return p.Unpack(ctx, dir, r)
 	}
-	var files []file
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, fmt.Errorf("unpack: %w", err)
-		}
-		name := path.Clean(hdr.Name)
-		if hdr.Name == "" || path.IsAbs(hdr.Name) || name == ".." || strings.HasPrefix(name, "../") || strings.ContainsRune(hdr.Name, 0) {
-			return 0, fmt.Errorf("unpack: entry %q leads out of %s: %w", hdr.Name, dir, sandbox.ErrEscape)
-		}
-		dst := path.Join(dir, name)
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			// Made now: directories come before what they hold.
-			if err := b.sb.Mkdir(ctx, dst); err != nil {
-				return 0, err
-			}
-		case tar.TypeReg:
-			if hdr.Size > MaxTransferBytes {
-				return 0, fmt.Errorf("unpack: %s: %w", hdr.Name, sandbox.ErrTooLarge)
-			}
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				return 0, fmt.Errorf("unpack: %s: %w", hdr.Name, err)
-			}
-			files = append(files, file{dst, data})
-		default:
-			return 0, fmt.Errorf("unpack: entry %q is neither a file nor a directory (type %q): %w", hdr.Name, hdr.Typeflag, sandbox.ErrUnsupported)
-		}
-	}
-	var n atomic.Int64
-	err := parallel(ctx, len(files), func(i int) error {
-		if err := b.sb.Write(ctx, files[i].dst, files[i].data); err != nil {
-			return err
-		}
-		n.Add(1)
-		return nil
-	})
-	return int(n.Load()), err
+	write := func(ctx context.Context, f treetar.File) error { return b.sb.Write(ctx, f.Dst, f.Data) }
+	return treetar.Unpack(ctx, r, dir, treetar.Target{Mkdir: b.sb.Mkdir, Write: write, Workers: workers})
 }

@@ -93,7 +93,7 @@ func (s *server) denied(p string) bool {
 // tree (a recursive remove, a rename) one that holds a denied path.
 func (s *server) deniedPath(req wire.Request) (string, bool) {
 	switch req.Op {
-	case "read", "write", "stat", "list", "mkdir":
+	case "read", "write", "stat", "list", "mkdir", "pack", "unpack":
 		return req.Path, s.denied(req.Path)
 	case "remove", "rename":
 		for _, p := range []string{req.Path, req.To} {
@@ -182,6 +182,10 @@ func (s *server) handle(req wire.Request, passed []*os.File) {
 		err = s.files.Remove(ctx, req.Path, req.Recursive)
 	case "rename":
 		err = s.files.Rename(ctx, req.Path, req.To)
+	case "pack":
+		err = s.pack(ctx, req, passed)
+	case "unpack":
+		err = s.unpack(ctx, req, passed, &res)
 	case "exec":
 		err = s.exec(req, passed, &res)
 	case "cancel":
@@ -247,6 +251,32 @@ func (s *server) write(ctx context.Context, req wire.Request, passed []*os.File)
 	if limit > 0 && limit < sandbox.MaxFileSize && errors.Is(err, sandbox.ErrTooLarge) {
 		return tierkit.PathError("write", req.Path, fmt.Errorf("more than the policy's file size limit of %d bytes: %w", limit, sandbox.ErrTooLarge))
 	}
+	return err
+}
+
+// pack writes the tree's files, less what the policy denies, as a tar
+// stream into the pipe the host passed, a file at a time (the init is in
+// the sandbox's memory limit).
+func (s *server) pack(ctx context.Context, req wire.Request, passed []*os.File) error {
+	if len(passed) != 1 {
+		return errors.New("pack needs one pipe")
+	}
+	var since time.Time
+	if req.Since != 0 {
+		since = time.Unix(0, req.Since)
+	}
+	return s.files.PackHiding(ctx, req.Path, since, s.denied, passed[0])
+}
+
+// unpack writes the files of the tar stream in the pipe the host passed
+// below the request's directory, refusing what the policy denies, each at
+// most the policy's file size limit (as write).
+func (s *server) unpack(ctx context.Context, req wire.Request, passed []*os.File, res *wire.Response) error {
+	if len(passed) != 1 {
+		return errors.New("unpack needs one pipe")
+	}
+	n, err := s.files.UnpackHiding(ctx, req.Path, passed[0], s.denied, int64(s.job.Policy.Limits.FileSize))
+	res.Count = n
 	return err
 }
 

@@ -33,7 +33,7 @@ const MaxRecord = 1 << 20
 // Request is one operation the host asks of the init.
 type Request struct {
 	ID      uint64 `json:"id"`
-	Op      string `json:"op"` // start, read, write, stat, glob, list, mkdir, remove, rename, search, exec, cancel
+	Op      string `json:"op"` // start, read, write, stat, glob, list, mkdir, remove, rename, search, exec, cancel, pack, unpack
 	Path    string `json:"path,omitempty"`
 	Max     int64  `json:"max,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
@@ -45,6 +45,9 @@ type Request struct {
 	Job     *Job                   `json:"job,omitempty"`     // start: the sandbox; exec: the command
 	Timeout int64                  `json:"timeout,omitempty"` // exec, in milliseconds
 	Target  uint64                 `json:"target,omitempty"`  // cancel: the exec's request id
+	// Since, for pack, is a time in Unix nanoseconds: only files changed
+	// after it (0: all).
+	Since int64 `json:"since,omitempty"`
 	// Final, on an exec, says it is the sandbox's only command (a one-shot
 	// run): the init confines itself and runs it directly, sparing one
 	// process start, and the sandbox ends with it.
@@ -62,6 +65,8 @@ type Response struct {
 	Info     *sandbox.FileInfo `json:"info,omitempty"`
 	Status   *Status           `json:"status,omitempty"`
 	TimedOut bool              `json:"timed_out,omitempty"`
+	// Count is how many files an unpack wrote.
+	Count int `json:"count,omitempty"`
 	// Done, from a runner or a container helper's reaper, says it takes no
 	// further command.
 	Done bool `json:"done,omitempty"`

@@ -278,3 +278,83 @@ func TestFileToolsKeepDeniedPaths(t *testing.T) {
 		}
 	}
 }
+
+// Pack and Unpack act inside the sandbox under its policy: a denied file
+// is never packed, a denied or unwritable destination never written, a
+// file over the policy's size limit refused.
+func TestPackUnpackKeepThePolicy(t *testing.T) {
+	r := newFileSession(t, policy.Policy{Limits: policy.Limits{FileSize: 1 << 20}})
+	secret := filepath.Join(r.e.work, "tree", "secret")
+	r.sh(t, "mkdir -p tree/sub && echo a > tree/a && echo b > tree/sub/b && echo s > tree/secret")
+	sb, err := isolated.New(bg, isolated.Options{Policy: r.e.pol.Extend(policy.Policy{Deny: []string{secret}, Limits: policy.Limits{FileSize: 1 << 20}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	var buf strings.Builder
+	if err := sb.Pack(bg, "tree", time.Time{}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	names := tarNames(t, buf.String())
+	if strings.Join(names, " ") != "a sub/b" {
+		t.Fatalf("packed %q, want a and sub/b (secret denied)", names)
+	}
+	if n, err := sb.Unpack(bg, "copy", strings.NewReader(buf.String())); err != nil || n != 2 {
+		t.Fatalf("Unpack: %d %v", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.e.work, "copy", "sub", "b")); string(b) != "b\n" {
+		t.Fatalf("copy/sub/b: %q", b)
+	}
+	for _, c := range []struct {
+		dir, name string
+		size      int
+		says      string
+	}{
+		{"tree", "secret", 1, "denied"},
+		{"/usr", "x", 1, ""},
+		{"big", "f", 2 << 20, "size limit"},
+	} {
+		_, err := sb.Unpack(bg, c.dir, strings.NewReader(tarOf(t, c.name, c.size)))
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Unpack %s/%s: %v, want a refusal naming %q", c.dir, c.name, err, c.says)
+		}
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "s\n" {
+		t.Errorf("the denied file became %q", b)
+	}
+}
+)
+
+// tarNames lists the names of a tar stream's entries.
+func tarNames(t *testing.T, s string) []string {
+	t.Helper()
+	tr := tar.NewReader(strings.NewReader(s))
+	var names []string
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, hdr.Name)
+	}
+}
+
+// tarOf is a tar stream of one file of size bytes.
+func tarOf(t *testing.T, name string, size int) string {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(size), Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

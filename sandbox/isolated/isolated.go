@@ -561,6 +561,45 @@ func (s *Sandbox) Write(ctx context.Context, p string, data []byte) error {
 	return res.Err.Error()
 }
 
+// Pack writes the regular files under dir changed after since as one tar
+// stream, read inside the sandbox (the policy's denied paths left out),
+// in one round trip (see sandbox.Packer).
+func (s *Sandbox) Pack(ctx context.Context, dir string, since time.Time, w io.Writer) error {
+	req := wire.Request{Op: "pack", Path: dir}
+	if !since.IsZero() {
+		req.Since = since.UnixNano()
+	}
+	_, err := s.callReading(ctx, req, sandbox.MaxFileSize+packOverhead, func(r io.Reader) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+	return err
+}
+
+// packOverhead bounds a pack's tar headers beyond its content.
+const packOverhead = 64 << 20
+
+// Unpack writes the files of the tar stream r below dir inside the
+// sandbox, as its writes are (the policy decides what may change), in
+// one round trip (see sandbox.Packer).
+func (s *Sandbox) Unpack(ctx context.Context, dir string, r io.Reader) (int, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer pw.Close()
+	go func() {
+		_, _ = io.Copy(pw, r)
+		pw.Close()
+	}()
+	res, err := s.call(ctx, wire.Request{Op: "unpack", Path: dir}, pr)
+	pr.Close()
+	if err != nil {
+		return 0, err
+	}
+	return res.Count, res.Err.Error()
+}
+
 // Stat describes a path inside the sandbox.
 func (s *Sandbox) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
 	res, err := s.call(ctx, wire.Request{Op: "stat", Path: p})

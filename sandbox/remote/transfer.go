@@ -10,11 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/streamclient"
+	"github.com/hutchsandbox/hutch/internal/treetar"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -144,7 +144,8 @@ func packHost(hostDir string) ([]byte, error) {
 
 // unpackHost writes the regular files of archive below hostDir, through
 // an os.Root (a name leading out is refused by it), each via a temporary
-// file and a rename.
+// file and a rename, several at once, with the stream's permission bits
+// and modification times.
 func unpackHost(archive []byte, hostDir string) (int, error) {
 	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		return 0, fmt.Errorf("copy out: %w", err)
@@ -154,32 +155,25 @@ func unpackHost(archive []byte, hostDir string) (int, error) {
 		return 0, fmt.Errorf("copy out: %w", err)
 	}
 	defer root.Close()
-	tr := tar.NewReader(bytes.NewReader(archive))
-	n := 0
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("copy out: %w", err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			return n, fmt.Errorf("copy out: entry %q is not a regular file: %w", hdr.Name, sandbox.ErrUnsupported)
-		}
-		name := filepath.FromSlash(path.Clean(hdr.Name))
+	mkdir := func(_ context.Context, dst string) error { return root.MkdirAll(filepath.FromSlash(dst), 0o755) }
+	write := func(_ context.Context, f treetar.File) error {
+		name := filepath.FromSlash(f.Dst)
 		if dir := filepath.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return n, fmt.Errorf("copy out %s: %w", hdr.Name, err)
+				return fmt.Errorf("copy out %s: %w", f.Dst, err)
 			}
 		}
-		if err := writeVia(root, name, tr, fs.FileMode(hdr.Mode).Perm()); err != nil {
-			return n, fmt.Errorf("copy out %s: %w", hdr.Name, err)
+		if err := writeVia(root, name, bytes.NewReader(f.Data), f.Mode); err != nil {
+			return fmt.Errorf("copy out %s: %w", f.Dst, err)
 		}
-		_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
-		n++
+		_ = root.Chtimes(name, f.ModTime, f.ModTime)
+		return nil
 	}
+	return treetar.Unpack(context.Background(), bytes.NewReader(archive), ".", treetar.Target{Mkdir: mkdir, Write: write, Workers: hostWorkers})
 }
+
+// hostWorkers is how many files CopyOut writes at once on this machine.
+const hostWorkers = 16
 
 // writeVia writes r to name under root through a temporary file that is
 // renamed over it.

@@ -1,0 +1,110 @@
+package hostfs
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/internal/treetar"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Pack writes the regular files under dir changed after since (all when
+// zero) to w as one tar stream (see sandbox.Packer), a file at a time:
+// never whole in memory.
+func (s *FS) Pack(ctx context.Context, dir string, since time.Time, w io.Writer) error {
+	return s.PackHiding(ctx, dir, since, nil, w)
+}
+
+// PackHiding is Pack leaving out the files whose root-relative paths hide
+// names (a policy's denied paths), when hide is not nil.
+func (s *FS) PackHiding(ctx context.Context, dir string, since time.Time, hide func(rel string) bool, w io.Writer) error {
+	names, err := s.Glob(ctx, treetar.Pattern(dir))
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	var total int64
+	for _, name := range names {
+		if hide != nil && hide(name) {
+			continue
+		}
+		if fi, err := s.Stat(ctx, name); errors.Is(err, fs.ErrNotExist) || err == nil && fi.Kind != sandbox.KindFile {
+			continue // gone since the glob; a fifo, a device
+		}
+		if err := s.packOne(ctx, tw, dir, name, since, &total); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// packOne adds one file to tw unless it is older than since.
+func (s *FS) packOne(ctx context.Context, tw *tar.Writer, dir, name string, since time.Time, total *int64) error {
+	f, info, release, err := s.openRead(ctx, name, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	if !since.IsZero() && !info.ModTime.After(since) {
+		return nil
+	}
+	if *total += info.Size; *total > treetar.MaxBytes {
+		return tierkit.PathError("pack", dir, fmt.Errorf("more than %d bytes: %w: copy the tree in parts", treetar.MaxBytes, sandbox.ErrTooLarge))
+	}
+	if err := tw.WriteHeader(treetar.Header(dir, name, info, info.Size)); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(tw, f, info.Size); err != nil {
+		return tierkit.PathError("pack", name, fmt.Errorf("changed while it was read: %w", err))
+	}
+	return nil
+}
+
+// Unpack writes the files of the tar stream r below dir (see
+// sandbox.Packer), each as Write does.
+func (s *FS) Unpack(ctx context.Context, dir string, r io.Reader) (int, error) {
+	return s.UnpackHiding(ctx, dir, r, nil, 0)
+}
+
+// unpackWorkers is how many of an unpack's writes run at once: each
+// waits on its sync more than on a core.
+const unpackWorkers = 16
+
+// UnpackHiding is Unpack refusing a file whose root-relative path hide
+// names (a policy's denied paths) and, when limit > 0, a file of more
+// than limit bytes.
+func (s *FS) UnpackHiding(ctx context.Context, dir string, r io.Reader, hide func(rel string) bool, limit int64) (int, error) {
+	refuse := func(op, dst string) error {
+		if hide != nil && hide(dst) {
+			return tierkit.PathError(op, dst, fmt.Errorf("denied by the policy: %w", fs.ErrPermission))
+		}
+		return nil
+	}
+	return treetar.Unpack(ctx, r, dir, treetar.Target{
+		Mkdir: func(ctx context.Context, dst string) error {
+			if err := refuse("mkdir", dst); err != nil {
+				return err
+			}
+			return s.Mkdir(ctx, dst)
+		},
+		Write: func(ctx context.Context, f treetar.File) error {
+			if err := refuse("write", f.Dst); err != nil {
+				return err
+			}
+			if limit > 0 && int64(len(f.Data)) > limit {
+				return tierkit.PathError("write", f.Dst, fmt.Errorf("more than the file size limit of %d bytes: %w", limit, sandbox.ErrTooLarge))
+			}
+			return s.Write(ctx, f.Dst, f.Data)
+		},
+		Workers: unpackWorkers,
+	})
+}

@@ -1,0 +1,152 @@
+package treetar_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hutchsandbox/hutch/internal/treetar"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// recorder is a Target that keeps what it was given.
+type recorder struct {
+	mu    sync.Mutex
+	dirs  []string
+	files map[string]string
+}
+
+func (r *recorder) target() treetar.Target {
+	r.files = map[string]string{}
+	return treetar.Target{
+		Mkdir: func(_ context.Context, dst string) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.dirs = append(r.dirs, dst)
+			return nil
+		},
+		Write: func(_ context.Context, f treetar.File) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.files[f.Dst] = string(f.Data)
+			return nil
+		},
+		Workers: 4,
+	}
+}
+
+type entry struct {
+	name, body string
+	typ        byte
+}
+
+func stream(t testing.TB, es ...entry) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, e := range es {
+		typ := e.typ
+		if typ == 0 {
+			typ = tar.TypeReg
+		}
+		hdr := &tar.Header{Name: e.name, Typeflag: typ, Size: int64(len(e.body)), Mode: 0o644, Linkname: "/etc/passwd"}
+		if typ != tar.TypeReg {
+			hdr.Size = 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if typ == tar.TypeReg {
+			if _, err := tw.Write([]byte(e.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// Unpack writes every file below dir and counts them; an entry that leads
+// out of dir or is no file or directory stops it, naming the entry.
+func TestUnpackStaysBelowDir(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		entries []entry
+		want    map[string]string
+		err     error
+		says    string
+	}{
+		{"files and directories", []entry{{name: "a/", typ: tar.TypeDir}, {name: "a/x", body: "1"}, {name: "b", body: "2"}}, map[string]string{"in/a/x": "1", "in/b": "2"}, nil, ""},
+		{"dot-dot inside", []entry{{name: "a/../b", body: "2"}}, map[string]string{"in/b": "2"}, nil, ""},
+		{"dot-dot out", []entry{{name: "../x", body: "1"}}, nil, sandbox.ErrEscape, `"../x"`},
+		{"deeper dot-dot out", []entry{{name: "a/../../x", body: "1"}}, nil, sandbox.ErrEscape, "leads out"},
+		{"absolute", []entry{{name: "/etc/passwd", body: "1"}}, nil, sandbox.ErrEscape, "leads out"},
+		{"symbolic link", []entry{{name: "l", typ: tar.TypeSymlink}}, nil, sandbox.ErrUnsupported, "neither a file nor a directory"},
+		{"hard link", []entry{{name: "l", typ: tar.TypeLink}}, nil, sandbox.ErrUnsupported, "neither"},
+		{"device", []entry{{name: "d", typ: tar.TypeChar}}, nil, sandbox.ErrUnsupported, "neither"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var r recorder
+			n, err := treetar.Unpack(context.Background(), bytes.NewReader(stream(t, c.entries...)), "in", r.target())
+			if c.err != nil {
+				if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.says) || len(r.files) != 0 {
+					t.Fatalf("Unpack: %d, %v (wrote %v), want %v naming %q", n, err, r.files, c.err, c.says)
+				}
+				return
+			}
+			if err != nil || n != len(c.want) || len(r.files) != len(c.want) {
+				t.Fatalf("Unpack: %d, %v, %v", n, err, r.files)
+			}
+			for k, v := range c.want {
+				if r.files[k] != v {
+					t.Errorf("%s = %q, want %q", k, r.files[k], v)
+				}
+			}
+		})
+	}
+}
+
+// A name tar cannot even carry (a NUL), or an empty one, is refused as a
+// destination too.
+func TestDestinationRefusesOddNames(t *testing.T) {
+	for _, name := range []string{"", "a\x00b", "/x", "..", "../x", "a/../../x"} {
+		if _, err := treetar.Destination("in", name); !errors.Is(err, sandbox.ErrEscape) {
+			t.Errorf("Destination(%q): %v, want ErrEscape", name, err)
+		}
+	}
+	if d, err := treetar.Destination("in", "a/./b"); err != nil || d != "in/a/b" {
+		t.Errorf("Destination(a/./b): %q %v", d, err)
+	}
+}
+
+// Whatever the stream, Unpack never panics and never writes outside dir.
+func FuzzUnpack(f *testing.F) {
+	f.Add(stream(f, entry{name: "a/b", body: "x"}))
+	f.Add(stream(f, entry{name: "../x", body: "x"}))
+	f.Add(stream(f, entry{name: "a/", typ: tar.TypeDir}, entry{name: "a/../../../etc/x", body: "y"}))
+	f.Add([]byte("not a tar stream"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r recorder
+		_, _ = treetar.Unpack(context.Background(), bytes.NewReader(b), "in", r.target())
+		for _, d := range append(r.dirs, keys(r.files)...) {
+			if d != "in" && !strings.HasPrefix(d, "in/") || path.Clean(d) != d {
+				t.Fatalf("wrote %q, outside in/", d)
+			}
+		}
+	})
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
