@@ -1,9 +1,12 @@
 package isolated_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -323,7 +326,6 @@ func TestPackUnpackKeepThePolicy(t *testing.T) {
 		t.Errorf("the denied file became %q", b)
 	}
 }
-)
 
 // tarNames lists the names of a tar stream's entries.
 func tarNames(t *testing.T, s string) []string {
