@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/streamclient"
@@ -97,15 +98,21 @@ func orDot(dir string) string {
 	return dir
 }
 
-// packHost is hostDir's regular files and directories as a tar stream.
+// packHost is hostDir's regular files and directories as a tar stream
+// (the files read several at once).
 func packHost(hostDir string) ([]byte, error) {
 	root, err := os.OpenRoot(hostDir)
 	if err != nil {
 		return nil, fmt.Errorf("copy in: %w", err)
 	}
 	defer root.Close()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	type entry struct {
+		name string
+		info fs.FileInfo
+		data []byte
+	}
+	var ents []entry
+	var total int64
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == "." {
 			return err
@@ -114,25 +121,39 @@ func packHost(hostDir string) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		switch {
-		case d.IsDir():
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: int64(info.Mode().Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX})
-		case !info.Mode().IsRegular():
+		if !d.IsDir() && !info.Mode().IsRegular() {
 			return nil // links, devices, sockets: not copied
 		}
-		if buf.Len()+int(info.Size()) > MaxTransferBytes {
+		if total += info.Size(); total > MaxTransferBytes {
 			return fmt.Errorf("%s holds more than %d bytes: %w: copy it in parts", hostDir, MaxTransferBytes, sandbox.ErrTooLarge)
 		}
-		data, err := root.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Size: int64(len(data)), Mode: int64(info.Mode().Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX}); err != nil {
-			return err
-		}
-		_, err = tw.Write(data)
-		return err
+		ents = append(ents, entry{name: p, info: info})
+		return nil
 	})
+	if err == nil {
+		err = treetar.Parallel(context.Background(), len(ents), hostWorkers, func(i int) error {
+			if ents[i].info.IsDir() {
+				return nil
+			}
+			var err error
+			ents[i].data, err = root.ReadFile(ents[i].name)
+			return err
+		})
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range ents {
+		if err != nil {
+			break
+		}
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Size: int64(len(e.data)), Mode: int64(e.info.Mode().Perm()), ModTime: e.info.ModTime(), Format: tar.FormatPAX}
+		if e.info.IsDir() {
+			hdr.Typeflag, hdr.Name, hdr.Size = tar.TypeDir, e.name+"/", 0
+		}
+		if err = tw.WriteHeader(hdr); err == nil {
+			_, err = tw.Write(e.data)
+		}
+	}
 	if err == nil {
 		err = tw.Close()
 	}
@@ -155,30 +176,67 @@ func unpackHost(archive []byte, hostDir string) (int, error) {
 		return 0, fmt.Errorf("copy out: %w", err)
 	}
 	defer root.Close()
-	mkdir := func(_ context.Context, dst string) error { return root.MkdirAll(filepath.FromSlash(dst), 0o755) }
+	dirs := dirRoots{root: root, open: map[string]*os.Root{}}
+	defer dirs.close()
+	mkdir := func(_ context.Context, dst string) error { _, err := dirs.get(filepath.FromSlash(dst)); return err }
 	write := func(_ context.Context, f treetar.File) error {
 		name := filepath.FromSlash(f.Dst)
-		if dir := filepath.Dir(name); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("copy out %s: %w", f.Dst, err)
+		d, err := dirs.get(filepath.Dir(name))
+		if err == nil {
+			base := filepath.Base(name)
+			if err = writeVia(d, base, bytes.NewReader(f.Data), f.Mode); err == nil {
+				_ = d.Chtimes(base, f.ModTime, f.ModTime)
 			}
 		}
-		if err := writeVia(root, name, bytes.NewReader(f.Data), f.Mode); err != nil {
+		if err != nil {
 			return fmt.Errorf("copy out %s: %w", f.Dst, err)
 		}
-		_ = root.Chtimes(name, f.ModTime, f.ModTime)
 		return nil
 	}
 	return treetar.Unpack(context.Background(), bytes.NewReader(archive), ".", treetar.Target{Mkdir: mkdir, Write: write, Workers: hostWorkers})
 }
 
-// hostWorkers is how many files CopyOut writes at once on this machine.
+// dirRoots holds an os.Root for each directory an unpack writes in, made
+// (and opened) once, so each file costs one name inside it.
+type dirRoots struct {
+	root *os.Root
+	mu   sync.Mutex
+	open map[string]*os.Root
+}
+
+func (d *dirRoots) get(dir string) (*os.Root, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r := d.open[dir]; r != nil {
+		return r, nil
+	}
+	if dir != "." {
+		if err := d.root.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	r, err := d.root.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	d.open[dir] = r
+	return r, nil
+}
+
+func (d *dirRoots) close() {
+	for _, r := range d.open {
+		r.Close()
+	}
+}
+
+// hostWorkers is how many files CopyIn reads and CopyOut writes at once
+// on this machine.
 const hostWorkers = 16
 
 // writeVia writes r to name under root through a temporary file that is
 // renamed over it.
 func writeVia(root *os.Root, name string, r io.Reader, mode fs.FileMode) error {
-	tmp := filepath.Join(filepath.Dir(name), ".hutch-copy-"+randomSuffix())
+	tmp := filepath.Join(filepath.Dir(name), ".hutch-copy-"+rand.Text())
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
@@ -198,8 +256,6 @@ func writeVia(root *os.Root, name string, r io.Reader, mode fs.FileMode) error {
 	}
 	return err
 }
-
-func randomSuffix() string { return rand.Text() }
 
 // Mount is a host directory a Run copies into the sandbox before its
 // command (at Dir, root-relative), and, when Writable, whose files the
