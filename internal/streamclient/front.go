@@ -57,6 +57,25 @@ func NewFront(root, peer string, closed func() bool, ready func(context.Context)
 		timeout: fmt.Errorf("no answer from %s within %v, the deadline of a file operation without one of its own (is it paused or overloaded?): resume it, or retry: %w", peer, FileTimeout, context.DeadlineExceeded)}
 }
 
+// Command checks cmd and makes it what a backend runs: defaults filled,
+// its Dir resolved lexically against the root ("" is the root), env
+// under its own environment.
+func (f *Front) Command(cmd sandbox.Command, env map[string]string) (sandbox.Command, error) {
+	cmd, err := cmd.Validate()
+	if err != nil {
+		return cmd, err
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir = "."
+	}
+	if cmd.Dir, err = f.Clean("exec", dir); err != nil {
+		return cmd, err
+	}
+	cmd.Env = tierkit.MergeEnv(env, cmd.Env)
+	return cmd, nil
+}
+
 // Root is the root paths are resolved against.
 func (f *Front) Root() string { return f.root }
 

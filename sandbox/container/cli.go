@@ -358,47 +358,15 @@ func parseStat(line string) (sandbox.FileInfo, error) {
 		raw, err2 := strconv.ParseUint(f[1], 16, 32)
 		mt, err3 := time.Parse("2006-01-02 15:04:05.999999999 -0700", f[2])
 		if err1 == nil && err2 == nil && err3 == nil {
-			mode := unixMode(uint32(raw))
-			fi := sandbox.FileInfo{Size: size, ModTime: mt, Mode: mode, Kind: sandbox.KindOther}
-			switch {
-			case mode.IsDir():
-				fi.Kind, fi.Size = sandbox.KindDir, 0
-			case mode.IsRegular():
-				fi.Kind = sandbox.KindFile
+			mode, kind := tierkit.UnixMode(uint32(raw))
+			fi := sandbox.FileInfo{Size: size, ModTime: mt, Mode: mode, Kind: kind}
+			if kind == sandbox.KindDir {
+				fi.Size = 0
 			}
 			return fi, nil
 		}
 	}
 	return sandbox.FileInfo{}, fmt.Errorf("%w: unexpected stat output %q", errRuntime, line)
-}
-
-// unixMode converts a raw st_mode to an fs.FileMode.
-func unixMode(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	switch m & 0o170000 {
-	case 0o040000:
-		mode |= fs.ModeDir
-	case 0o120000:
-		mode |= fs.ModeSymlink
-	case 0o010000:
-		mode |= fs.ModeNamedPipe
-	case 0o140000:
-		mode |= fs.ModeSocket
-	case 0o020000:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case 0o060000:
-		mode |= fs.ModeDevice
-	}
-	if m&0o4000 != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
 }
 
 // errNeedsHelper is what the operations only hutch's helper serves

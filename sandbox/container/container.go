@@ -639,22 +639,14 @@ func randomHex() string {
 // sets them, plus Options.Env, plus cmd.Env. When the command ends, times
 // out or is cancelled, every process it started is killed.
 func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
-	cmd, err := cmd.Validate()
+	cmd, err := s.Command(cmd, s.o.Env)
 	if err != nil {
-		return sandbox.Result{}, err
-	}
-	dir := cmd.Dir
-	if dir == "" {
-		dir = "."
-	}
-	if cmd.Dir, err = s.Clean("exec", dir); err != nil {
 		return sandbox.Result{}, err
 	}
 	b, err := s.ready(ctx)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	cmd.Env = tierkit.MergeEnv(s.o.Env, cmd.Env)
 	res, err := b.Exec(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -839,7 +839,7 @@ func parseInfo(rec string) (string, sandbox.FileInfo, error) {
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil || !ok {
 		return "", fi, bad
 	}
-	fi.Mode, fi.Kind = fileMode(uint32(mode))
+	fi.Mode, fi.Kind = tierkit.UnixMode(uint32(mode))
 	fi.Size, fi.Inode, fi.ModTime, fi.Changed = size, ino, mtime, ctime
 	if fi.Kind == sandbox.KindDir {
 		fi.Size = 0
@@ -850,33 +850,6 @@ func parseInfo(rec string) (string, sandbox.FileInfo, error) {
 // statTime is stat's %y (the fraction of a second is parsed without
 // being in the layout).
 const statTime = "2006-01-02 15:04:05 -0700"
-
-// fileMode turns a raw st_mode into Go's mode and a Kind.
-func fileMode(m uint32) (fs.FileMode, sandbox.Kind) {
-	mode := fs.FileMode(m & 0o777)
-	for bit, flag := range map[uint32]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky} {
-		if m&bit != 0 {
-			mode |= flag
-		}
-	}
-	switch m & 0o170000 {
-	case 0o040000:
-		return mode | fs.ModeDir, sandbox.KindDir
-	case 0o100000:
-		return mode, sandbox.KindFile
-	case 0o010000:
-		mode |= fs.ModeNamedPipe
-	case 0o140000:
-		mode |= fs.ModeSocket
-	case 0o020000:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case 0o060000:
-		mode |= fs.ModeDevice
-	default:
-		mode |= fs.ModeIrregular
-	}
-	return mode, sandbox.KindOther
-}
 
 // readStdin reads r until it ends, for at most StdinWait; a reader still
 // blocked then is left to its goroutine, and the command gets what came.

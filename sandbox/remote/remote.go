@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/streamclient"
-	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -255,22 +254,14 @@ func (s *Sandbox) Scope() string {
 // cmd.Env. Its timeout goes with it and is enforced there; the served
 // tier kills the command's whole tree when it ends.
 func (s *Sandbox) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
-	cmd, err := cmd.Validate()
+	cmd, err := s.Command(cmd, s.o.Env)
 	if err != nil {
-		return sandbox.Result{}, err
-	}
-	dir := cmd.Dir
-	if dir == "" {
-		dir = "."
-	}
-	if cmd.Dir, err = s.Clean("exec", dir); err != nil {
 		return sandbox.Result{}, err
 	}
 	b, err := s.ready(ctx)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	cmd.Env = tierkit.MergeEnv(s.o.Env, cmd.Env)
 	res, err := b.Exec(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
