@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -140,7 +141,8 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 		cfg.Log = io.Discard
 	}
 	h := &hub{cfg: cfg, ctx: ctx, sessions: map[string]*session{}, check: bearer.NewChecker(cfg.Token), loopback: isLoopback(ln.Addr())}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: cfg.HeaderTimeout, MaxHeaderBytes: maxHeaderBytes, IdleTimeout: time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: cfg.HeaderTimeout, MaxHeaderBytes: maxHeaderBytes, IdleTimeout: time.Minute,
+		ErrorLog: log.New(cfg.Log, "hutch: serve: ", 0)} // failed TLS handshakes, for the operator
 	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
 	defer stop()
 	err := srv.Serve(ln)

@@ -64,8 +64,14 @@ func serve(t *testing.T, cfg server.Config) *fixture {
 
 func serveOn(t *testing.T, addr string, cfg server.Config) *fixture {
 	t.Helper()
+	return serveWith(t, addr, cfg, true)
+}
+
+// serveWith is serveOn, with the test's token when withToken.
+func serveWith(t *testing.T, addr string, cfg server.Config, withToken bool) *fixture {
+	t.Helper()
 	f := &fixture{}
-	if cfg.Token == "" {
+	if cfg.Token == "" && withToken {
 		cfg.Token = token
 	}
 	cfg.Open = func(ctx context.Context, n policy.Narrowing) (sandbox.Sandbox, server.Served, error) {
@@ -113,7 +119,7 @@ func (f *fixture) connect(t *testing.T, s remote.Server) *remote.Sandbox {
 	if s.URL == "" {
 		s.URL = f.url
 	}
-	if s.Token == "" {
+	if s.Token == "" && s.TLS == nil {
 		s.Token = token
 	}
 	sb, err := remote.New(bg, s, remote.Options{})

@@ -114,7 +114,7 @@ func (s Server) upgrade(ctx context.Context, method, path string, hdr http.Heade
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", server.Upgrade)
 	br := bufio.NewReader(conn)
-	if err := req.Write(conn); err == nil {
+	if err = req.Write(conn); err == nil {
 		var res *http.Response
 		if res, err = http.ReadResponse(br, req); err == nil {
 			if res.StatusCode == http.StatusSwitchingProtocols {
@@ -131,6 +131,9 @@ func (s Server) upgrade(ctx context.Context, method, path string, hdr http.Heade
 	conn.Close()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("no answer from %s within %v", s.URL, dialTimeout)
+	}
+	if err == nil {
+		err = errors.New("the connection ended before an answer")
 	}
 	return nil, err
 }
