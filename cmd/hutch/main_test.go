@@ -243,7 +243,7 @@ func TestCheckAndVersion(t *testing.T) {
 		}
 	}
 	_, dockerErr := exec.LookPath("docker")
-	if !got["virtual"] || !got["local"] || !got["isolated"] || got["container"] != (dockerErr == nil) || got["remote"] {
+	if !got["virtual"] || !got["local"] || !got["isolated"] || got["container"] != (dockerErr == nil) || !got["remote"] {
 		t.Errorf("tiers: %+v", rep.Tiers)
 	}
 	if rep.Environment.Error != "" || rep.Environment.Commands["sh"].Path == "" {

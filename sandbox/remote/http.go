@@ -148,13 +148,29 @@ type httpStream struct {
 
 func (h *httpStream) Read(p []byte) (int, error) { return h.r.Read(p) }
 
+// reattachWait bounds how long a reattach waits for the server to notice
+// that the lost connection is gone (until then the session is attached
+// to it, and the server refuses a second attach).
+const reattachWait = 5 * time.Second
+
 // reattach opens a new connection to the same session.
 func (h *httpStream) reattach(ctx context.Context) (io.ReadWriteCloser, error) {
-	st, err := h.srv.upgrade(ctx, http.MethodGet, server.SessionsPath+"/"+h.id, http.Header{})
-	if err != nil {
-		return nil, err
+	deadline := time.Now().Add(reattachWait)
+	for {
+		st, err := h.srv.upgrade(ctx, http.MethodGet, server.SessionsPath+"/"+h.id, http.Header{})
+		var re *refusedError
+		if err == nil {
+			return st, nil
+		}
+		if !errors.As(err, &re) || re.status != http.StatusConflict || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, err
+		}
 	}
-	return st, nil
 }
 
 // end asks the server to close the session.
