@@ -86,6 +86,13 @@ type Settings struct {
 	Server          string   `yaml:"server"`
 	ServerTokenFile string   `yaml:"server_token_file"`
 	ServerCommand   []string `yaml:"server_command"`
+	// ServerCA is the PEM file of the CAs an https Server's certificate
+	// must chain to (default: the system's); ServerCert and ServerKey a
+	// client certificate for a server that asks for one (mutual TLS; the
+	// token is then optional).
+	ServerCA   string `yaml:"server_ca"`
+	ServerCert string `yaml:"server_cert"`
+	ServerKey  string `yaml:"server_key"`
 	// Asker decides privileged actions in ask mode (the MCP server passes
 	// its own, which asks the person through the client); it is not used
 	// in other modes. Nil in ask mode denies every privileged action.

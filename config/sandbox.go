@@ -2,7 +2,11 @@ package config
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/bearer"
 	"github.com/hutchsandbox/hutch/policy"
@@ -37,7 +41,8 @@ func (s Settings) checkTier() error {
 	if (s.Image != "" || s.Runtime != "" || s.Container != nil) && s.Tier != tier.Container {
 		return fmt.Errorf("%w: image, runtime and the container flags apply to the container tier, not %s", ErrConfig, s.Tier)
 	}
-	remoteSet := s.Server != "" || s.ServerTokenFile != "" || len(s.ServerCommand) > 0
+	tlsSet := s.ServerCA != "" || s.ServerCert != "" || s.ServerKey != ""
+	remoteSet := s.Server != "" || s.ServerTokenFile != "" || len(s.ServerCommand) > 0 || tlsSet
 	switch {
 	case remoteSet && s.Tier != tier.Remote:
 		return fmt.Errorf("%w: server, server_token_file and server_command apply to the remote tier, not %s", ErrConfig, s.Tier)
@@ -46,10 +51,14 @@ func (s Settings) checkTier() error {
 		return fmt.Errorf("%w: the remote tier takes --server URL or --server-command CMD, not both", ErrConfig)
 	case s.Server == "" && len(s.ServerCommand) == 0:
 		return fmt.Errorf("%w: the remote tier needs --server URL (with --token-file) or --server-command 'ssh HOST hutch serve --stdio'", ErrConfig)
-	case s.Server != "" && s.ServerTokenFile == "":
-		return fmt.Errorf("%w: --server %s needs --token-file FILE, the server's token", ErrConfig, s.Server)
-	case len(s.ServerCommand) > 0 && s.ServerTokenFile != "":
-		return fmt.Errorf("%w: --token-file applies to --server URL; a --server-command authenticates itself (ssh, kubectl)", ErrConfig)
+	case (s.ServerCert == "") != (s.ServerKey == ""):
+		return fmt.Errorf("%w: give --client-cert and --client-key together", ErrConfig)
+	case s.Server != "" && s.ServerTokenFile == "" && s.ServerCert == "":
+		return fmt.Errorf("%w: --server %s needs --token-file FILE, the server's token (or a client certificate: --client-cert, --client-key)", ErrConfig, s.Server)
+	case len(s.ServerCommand) > 0 && (s.ServerTokenFile != "" || tlsSet):
+		return fmt.Errorf("%w: --token-file and the TLS flags apply to --server URL; a --server-command authenticates itself (ssh, kubectl)", ErrConfig)
+	case tlsSet && !strings.HasPrefix(s.Server, "https://"):
+		return fmt.Errorf("%w: --server-ca, --client-cert and --client-key need an https:// server, not %s", ErrConfig, s.Server)
 	case s.PolicyFile != "" || s.Isolation != nil || s.Root != "":
 		return fmt.Errorf("%w: the remote tier's policy and root are the server's: give them to hutch serve", ErrConfig)
 	}
@@ -136,9 +145,33 @@ func remoteDialer(s Settings) (remote.Dialer, error) {
 	if len(s.ServerCommand) > 0 {
 		return remote.Command(s.ServerCommand[0], s.ServerCommand[1:]...), nil
 	}
-	token, err := bearer.ReadFile(s.ServerTokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --token-file: %v", ErrConfig, err)
+	d := remote.Server{URL: s.Server}
+	if s.ServerTokenFile != "" {
+		token, err := bearer.ReadFile(s.ServerTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --token-file: %v", ErrConfig, err)
+		}
+		d.Token = token
 	}
-	return remote.Server{URL: s.Server, Token: token}, nil
+	if s.ServerCA != "" || s.ServerCert != "" {
+		d.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if s.ServerCA != "" {
+		pem, err := os.ReadFile(s.ServerCA)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --server-ca: %v", ErrConfig, err)
+		}
+		d.TLS.RootCAs = x509.NewCertPool()
+		if !d.TLS.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: --server-ca %s: no PEM certificate in it", ErrConfig, s.ServerCA)
+		}
+	}
+	if s.ServerCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.ServerCert, s.ServerKey)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --client-cert/--client-key: %v", ErrConfig, err)
+		}
+		d.TLS.Certificates = []tls.Certificate{cert}
+	}
+	return d, nil
 }

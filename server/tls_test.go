@@ -1,74 +1,25 @@
 package server_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/sandbox/remote"
 	"github.com/hutchsandbox/hutch/server"
 )
-
-// pki is a throwaway CA with a server certificate for 127.0.0.1 and a
-// client certificate.
-type pki struct {
-	pool           *x509.CertPool
-	server, client tls.Certificate
-}
-
-func newPKI(t *testing.T) pki {
-	t.Helper()
-	key := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	caKey := key()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, usage x509.ExtKeyUsage, ip net.IP) tls.Certificate {
-		k := key()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"}, NotBefore: time.Now().Add(-time.Hour),
-			NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature}
-		if ip != nil {
-			tmpl.IPAddresses = []net.IP{ip}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return pki{pool: pool, server: issue(2, x509.ExtKeyUsageServerAuth, net.ParseIP("127.0.0.1")), client: issue(3, x509.ExtKeyUsageClientAuth, nil)}
-}
 
 // Over TLS the client verifies the server; with client CAs the server
 // verifies the client and the token is optional; a client without a
 // certificate, or trusting another CA, opens nothing.
 func TestServeTLSAndClientCertificates(t *testing.T) {
-	p := newPKI(t)
+	p := testenv.NewPKI(t)
 	t.Run("token over TLS", func(t *testing.T) {
-		f := serve(t, server.Config{TLS: &tls.Config{Certificates: []tls.Certificate{p.server}}})
+		f := serve(t, server.Config{TLS: &tls.Config{Certificates: []tls.Certificate{p.Server}}})
 		url := strings.Replace(f.url, "http://", "https://", 1)
-		sb := f.connect(t, remote.Server{URL: url, Token: token, TLS: &tls.Config{RootCAs: p.pool}})
+		sb := f.connect(t, remote.Server{URL: url, Token: token, TLS: &tls.Config{RootCAs: p.Pool}})
 		if _, err := sb.Stat(bg, "."); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +30,7 @@ func TestServeTLSAndClientCertificates(t *testing.T) {
 	t.Run("client certificates", func(t *testing.T) {
 		f := serveMTLS(t, p)
 		url := strings.Replace(f.url, "http://", "https://", 1)
-		sb, err := remote.New(bg, remote.Server{URL: url, TLS: &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.client}}}, remote.Options{})
+		sb, err := remote.New(bg, remote.Server{URL: url, TLS: &tls.Config{RootCAs: p.Pool, Certificates: []tls.Certificate{p.Client}}}, remote.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +38,7 @@ func TestServeTLSAndClientCertificates(t *testing.T) {
 		if _, err := sb.Stat(bg, "."); err != nil {
 			t.Fatal(err)
 		}
-		_, err = remote.New(bg, remote.Server{URL: url, TLS: &tls.Config{RootCAs: p.pool}}, remote.Options{})
+		_, err = remote.New(bg, remote.Server{URL: url, TLS: &tls.Config{RootCAs: p.Pool}}, remote.Options{})
 		if err == nil {
 			t.Fatal("a client without a certificate connected")
 		}
@@ -105,7 +56,7 @@ func TestServeTLSAndClientCertificates(t *testing.T) {
 
 // serveMTLS is a server that takes client certificates instead of a
 // token.
-func serveMTLS(t *testing.T, p pki) *fixture {
+func serveMTLS(t *testing.T, p testenv.PKI) *fixture {
 	t.Helper()
-	return serveWith(t, "127.0.0.1:0", server.Config{TLS: &tls.Config{Certificates: []tls.Certificate{p.server}, ClientCAs: p.pool, ClientAuth: tls.RequireAndVerifyClientCert}}, false)
+	return serveWith(t, "127.0.0.1:0", server.Config{TLS: &tls.Config{Certificates: []tls.Certificate{p.Server}, ClientCAs: p.Pool, ClientAuth: tls.RequireAndVerifyClientCert}}, false)
 }

@@ -15,13 +15,17 @@ import (
 // check.
 type remoteFlags struct {
 	server, tokenFile, command string
+	ca, cert, key              string
 }
 
-var remoteFlagNames = []string{"server", "token-file", "server-command"}
+var remoteFlagNames = []string{"server", "token-file", "server-command", "server-ca", "client-cert", "client-key"}
 
 func (r *remoteFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&r.server, "server", "", "remote: the URL of hutch serve --listen (http://HOST:PORT or https://HOST:PORT)")
 	fl.StringVar(&r.tokenFile, "token-file", "", "remote: the file holding that server's bearer token (mode 0600)")
+	fl.StringVar(&r.ca, "server-ca", "", "remote: PEM file of the CAs an https server's certificate must chain to (default: the system's)")
+	fl.StringVar(&r.cert, "client-cert", "", "remote: client certificate (PEM) for a server that asks for one (hutch serve --tls-client-ca)")
+	fl.StringVar(&r.key, "client-key", "", "remote: the client certificate's key (PEM)")
 	fl.StringVar(&r.command, "server-command", "", "remote: a program and its arguments, separated by spaces (no quoting), whose stdin and stdout reach hutch serve --stdio, e.g. 'ssh box hutch serve --stdio'")
 }
 
@@ -31,7 +35,7 @@ func (r *remoteFlags) apply(fl *pflag.FlagSet, s *config.Settings) error {
 	set := slices.ContainsFunc(remoteFlagNames, fl.Changed)
 	if s.Tier != tier.Remote {
 		if set {
-			return fmt.Errorf("--server, --token-file and --server-command apply to --tier remote, not %s", s.Tier)
+			return fmt.Errorf("--server, --token-file, --server-command and the client TLS flags apply to --tier remote, not %s", s.Tier)
 		}
 		return nil
 	}
@@ -43,6 +47,15 @@ func (r *remoteFlags) apply(fl *pflag.FlagSet, s *config.Settings) error {
 	}
 	if fl.Changed("token-file") {
 		s.ServerTokenFile = r.tokenFile
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+		v    string
+	}{{"server-ca", &s.ServerCA, r.ca}, {"client-cert", &s.ServerCert, r.cert}, {"client-key", &s.ServerKey, r.key}} {
+		if fl.Changed(f.name) {
+			*f.dst = f.v
+		}
 	}
 	if fl.Changed("server-command") {
 		s.ServerCommand = strings.Fields(r.command)

@@ -91,31 +91,7 @@ func indexOf(s []string, v string) int {
 func TestServeListenAndCheck(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := dir + "/token"
-	srv := hutchCommand("serve", "--tier", "local", "--root", dir, "--listen", "127.0.0.1:0", "--token-file", tokenFile)
-	stderr, err := srv.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	url := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`on (http://\S+)/`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				url <- m[1]
-			}
-		}
-	}()
-	var u string
-	select {
-	case u = <-url:
-	case <-time.After(20 * time.Second):
-		t.Fatal("hutch serve did not say where it listens")
-	}
+	u := startServe(t, "serve", "--tier", "local", "--root", dir, "--listen", "127.0.0.1:0", "--token-file", tokenFile)
 	fi, err := os.Stat(tokenFile)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v", fi, err)
@@ -137,5 +113,71 @@ func TestServeListenAndCheck(t *testing.T) {
 	rep = remoteReport{}
 	if code != exitUsage || json.Unmarshal([]byte(out), &rep) != nil || !rep.Reachable || rep.Authenticated || !strings.Contains(rep.Error, "401") {
 		t.Fatalf("check with another token: exit %d, %q", code, out)
+	}
+}
+
+// startServe starts hutch with args (a serve --listen) in a child and
+// returns the URL it says it listens on; the child is killed at the end.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	srv := hutchCommand(args...)
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`on (https?://\S+)/`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				url <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-url:
+		return u
+	case <-time.After(20 * time.Second):
+		t.Fatal("hutch serve did not say where it listens")
+	}
+	return ""
+}
+
+// Mutual TLS from the command line: a server with client CAs and no
+// token, a client with its certificate and the server's CA; without the
+// certificate, or trusting only the system's CAs, it is refused.
+func TestServeListenMutualTLS(t *testing.T) {
+	p := testenv.NewPKI(t)
+	dir := t.TempDir()
+	u := startServe(t, "serve", "--tier", "local", "--root", dir, "--listen", "127.0.0.1:0",
+		"--tls-cert", p.ServerCertFile, "--tls-key", p.ServerKeyFile, "--tls-client-ca", p.CAFile)
+	if !strings.HasPrefix(u, "https://") {
+		t.Fatalf("serving on %s", u)
+	}
+	remoteArgs := []string{"run", "--tier", "remote", "--server", u, "--server-ca", p.CAFile}
+	code, out, errs := hutch(t, "", append(remoteArgs, "--client-cert", p.ClientCertFile, "--client-key", p.ClientKeyFile, "--", "sh", "-c", "echo hi")...)
+	if code != 0 || out != "hi\n" {
+		t.Fatalf("with a client certificate: exit %d, %q, %q", code, out, errs)
+	}
+	for _, args := range [][]string{
+		append(remoteArgs, "--client-cert", p.ClientCertFile, "--", "true"),
+		{"run", "--tier", "remote", "--server", u, "--client-cert", p.ClientCertFile, "--client-key", p.ClientKeyFile, "--", "true"},
+		{"run", "--tier", "remote", "--server", strings.Replace(u, "https", "http", 1), "--server-ca", p.CAFile, "--client-cert", p.ClientCertFile, "--client-key", p.ClientKeyFile, "--", "true"},
+	} {
+		if code, _, errs := hutch(t, "", args...); code != exitUsage || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: exit %d, %q; want 125 and one line", args, code, errs)
+		}
+	}
+	tokenFile := dir + "/token"
+	if err := os.WriteFile(tokenFile, []byte("a-token-the-server-never-had-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := hutch(t, "", append(remoteArgs, "--token-file", tokenFile, "--", "true")...); code != exitUsage || !strings.Contains(errs, "certificate") && !strings.Contains(errs, "tls") {
+		t.Errorf("without a client certificate: exit %d, %q", code, errs)
 	}
 }
