@@ -30,6 +30,21 @@ var ErrLost = errors.New("the connection to hutch's helper was lost")
 // report the command's end within StopGrace.
 var ErrNotStopped = errors.New("could not confirm the command was stopped")
 
+// Gone says the peer of a tier went away for good (a container removed,
+// a remote session ended): it matches Kind (the tier's ErrGone) and
+// sandbox.ErrClosed, and says to make a new sandbox.
+type Gone struct {
+	Kind        error
+	Who, Detail string
+}
+
+func (e *Gone) Error() string {
+	return fmt.Sprintf("%s: %v (%s): make a new sandbox", e.Who, e.Kind, e.Detail)
+}
+
+// Is matches Kind and sandbox.ErrClosed.
+func (e *Gone) Is(target error) bool { return target == e.Kind || target == sandbox.ErrClosed }
+
 // StopGrace is how long after a command's timeout Exec waits for the
 // helper to report the command's end.
 const StopGrace = 5 * time.Second

@@ -33,14 +33,6 @@ import (
 // of no further use; make a new one.
 var ErrGone = errors.New("the sandbox's container is gone")
 
-type goneError struct{ name, detail string }
-
-func (e *goneError) Error() string {
-	return fmt.Sprintf("container %s: %v (%s): make a new sandbox", e.name, ErrGone, e.detail)
-}
-
-func (e *goneError) Is(target error) bool { return target == ErrGone || target == sandbox.ErrClosed }
-
 // ErrNotStopped: a command's timeout or cancel came, and hutch could not
 // confirm that the command was stopped — its container did not answer
 // within StopGrace (paused, or overloaded). The command may still run.
@@ -539,7 +531,7 @@ func (s *Sandbox) checkRunning(ctx context.Context, id string) error {
 	default:
 		return nil
 	}
-	gone := &goneError{name: s.o.Name, detail: detail}
+	gone := &streamclient.Gone{Kind: ErrGone, Who: "container " + s.o.Name, Detail: detail}
 	s.mu.Lock()
 	if s.gone == nil {
 		s.gone = gone

@@ -34,14 +34,6 @@ import (
 // sandbox.ErrClosed: the sandbox is of no further use; make a new one.
 var ErrGone = errors.New("the remote session is gone")
 
-type goneError struct{ peer, detail string }
-
-func (e *goneError) Error() string {
-	return fmt.Sprintf("%s: %v (%s): make a new sandbox", e.peer, ErrGone, e.detail)
-}
-
-func (e *goneError) Is(target error) bool { return target == ErrGone || target == sandbox.ErrClosed }
-
 // Dialer opens one stream to a `hutch serve`: any byte stream whose other
 // end is the server's standard input and output (or its network
 // session). A stream that also has a `Says() string` method (what the
@@ -228,10 +220,10 @@ func (s *Sandbox) goneErr(err error) error {
 	if err != nil {
 		detail = err.Error()
 	}
-	return &goneError{peer: "hutch serve at " + s.peer, detail: detail}
+	return &streamclient.Gone{Kind: ErrGone, Who: "hutch serve at " + s.peer, Detail: detail}
 }
 
-// Hello is what the server said of the sandbox it serves.
+// served is what the server said of the sandbox it serves.
 func (s *Sandbox) served() (tier, instructions, scope string, features []sandbox.Feature) {
 	s.mu.Lock()
 	h := s.conn.Hello()
