@@ -45,9 +45,17 @@ func (e *Gone) Error() string {
 // Is matches Kind and sandbox.ErrClosed.
 func (e *Gone) Is(target error) bool { return target == e.Kind || target == sandbox.ErrClosed }
 
-// StopGrace is how long after a command's timeout Exec waits for the
-// helper to report the command's end.
+// StopGrace is how long past its deadline a call waits for the helper's
+// answer (a file operation's, or a command's report once ExecGrace has
+// run out).
 const StopGrace = 5 * time.Second
+
+// ExecGrace is how long after a command's timeout Exec waits for the
+// helper to report its end before it returns ErrNotStopped: what the
+// serving tier may itself take by its contract (sandbox.OutputGrace for
+// the output of a child that outlived the command, then
+// sandbox.LiveGrace for the live writers), plus StopGrace.
+const ExecGrace = sandbox.OutputGrace + sandbox.LiveGrace + StopGrace
 
 // helloTimeout bounds the wait for the helper's first frame.
 const helloTimeout = 30 * time.Second
@@ -545,7 +553,13 @@ func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 	for _, kv := range tierkit.EnvList(cmd.Env) {
 		req.Env = append(req.Env, []byte(kv))
 	}
-	op := &clientOp{stdout: wire.NewInbox(), stderr: wire.NewInbox(), stdin: wire.NewWindow()}
+	// The server's own tails of the output, up to MaxOutput each, may
+	// come as data (see wire.StreamResponse.StdoutTail).
+	tailMax := cmd.MaxOutput
+	if tailMax <= 0 {
+		tailMax = sandbox.DefaultMaxOutput
+	}
+	op := &clientOp{stdout: wire.NewInbox(), stderr: wire.NewInbox(), stdin: wire.NewWindow(), dataMax: 2 * tailMax}
 	begin := time.Now()
 	id, err := sc.start(op, req)
 	if err != nil {
@@ -573,7 +587,7 @@ func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 	}
 	// The helper enforces the timeout; this guard only catches a helper
 	// that does not report (a paused container).
-	guard := time.NewTimer(cmd.Timeout + StopGrace)
+	guard := time.NewTimer(cmd.Timeout + ExecGrace)
 	defer guard.Stop()
 	var res wire.StreamResponse
 	var stop error
@@ -583,7 +597,7 @@ func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 		end()
 		return sandbox.Result{}, sc.deadErr()
 	case <-guard.C:
-		stop = fmt.Errorf("%w: the command's timeout came and %s did not report its end within %v (is it paused? it stops the command once it runs again)", ErrNotStopped, sc.peer, StopGrace)
+		stop = fmt.Errorf("%w: the command's timeout came and %s did not report its end within %v (is it paused? it stops the command once it runs again)", ErrNotStopped, sc.peer, ExecGrace)
 	case <-ctx.Done():
 		stop = ctx.Err()
 	}
@@ -620,11 +634,16 @@ func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 	}
 	out.Blocked = res.Blocked
 	// A server whose live copy was cut short sends its own tails.
+	if res.StdoutTail < 0 || res.StderrTail < 0 || res.StdoutTail+res.StderrTail != len(op.data) {
+		return sandbox.Result{}, fmt.Errorf("%w: %d bytes of output tails for a response that counts %d and %d", wire.ErrProtocol, len(op.data), res.StdoutTail, res.StderrTail)
+	}
 	if res.StdoutSize > out.StdoutSize {
-		out.Stdout, out.StdoutSize, out.StdoutTruncated = res.Stdout, res.StdoutSize, res.StdoutSize > int64(len(res.Stdout))
+		tail := op.data[:res.StdoutTail]
+		out.Stdout, out.StdoutSize, out.StdoutTruncated = tail, res.StdoutSize, res.StdoutSize > int64(len(tail))
 	}
 	if res.StderrSize > out.StderrSize {
-		out.Stderr, out.StderrSize, out.StderrTruncated = res.Stderr, res.StderrSize, res.StderrSize > int64(len(res.Stderr))
+		tail := op.data[res.StdoutTail:]
+		out.Stderr, out.StderrSize, out.StderrTruncated = tail, res.StderrSize, res.StderrSize > int64(len(tail))
 	}
 	return out, nil
 }

@@ -343,7 +343,8 @@ func (s *Server) request(f wire.Frame) error {
 					o.stdin.Abort()
 				}
 			}()
-			return s.b.Exec(o.ctx, req, Stdio{ID: f.ID, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr, W: s.fw})
+			res := s.b.Exec(o.ctx, req, Stdio{ID: f.ID, Stdin: o.stdin, Stdout: o.stdout, Stderr: o.stderr, W: s.fw})
+			return s.tails(f.ID, res)
 		})
 	case "pack":
 		s.run(f.ID, o, func() wire.StreamResponse {
@@ -406,8 +407,25 @@ func (s *Server) run(id uint64, o *op, fn func() wire.StreamResponse) {
 		s.mu.Lock()
 		delete(s.ops, id)
 		s.mu.Unlock()
-		_ = s.fw.WriteJSON(wire.FrameResponse, id, res)
+		if err := s.fw.WriteJSON(wire.FrameResponse, id, res); errors.Is(err, sandbox.ErrTooLarge) {
+			// An answer that does not fit in a frame is an error the
+			// client gets, never a response it waits for in vain.
+			_ = s.fw.WriteJSON(wire.FrameResponse, id, wire.StreamResponse{Err: wire.ToWire(fmt.Errorf("the answer to %s: %w", o.req.Op, err))})
+		}
 	}()
+}
+
+// tails sends the server's own tails of a command's output (see
+// wire.StreamResponse.StdoutTail) as the operation's data, and counts
+// them in the response.
+func (s *Server) tails(id uint64, res wire.StreamResponse) wire.StreamResponse {
+	for _, tail := range [][]byte{res.Stdout, res.Stderr} {
+		if err := s.fw.WriteData(wire.FrameData, id, tail, wire.MaxFramePayload, false); err != nil {
+			return wire.StreamResponse{Err: wire.ToWire(err)}
+		}
+	}
+	res.StdoutTail, res.StderrTail = len(res.Stdout), len(res.Stderr)
+	return res
 }
 
 // answer sends what write writes as the operation's data, and the

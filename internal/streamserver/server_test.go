@@ -76,3 +76,41 @@ func TestServeBoundsOperationsInFlight(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// tailing serves a virtual sandbox's files; its command reports more
+// output than it streamed, with tails of MaxOutput bytes.
+type tailing struct{ *virtual.Sandbox }
+
+func (b tailing) ReadStat(ctx context.Context, p string, max int64) ([]byte, sandbox.FileInfo, error) {
+	return sandbox.ReadStat(ctx, b.Sandbox, p, max)
+}
+
+func (b tailing) Exec(_ context.Context, req wire.StreamRequest, _ streamserver.Stdio) wire.StreamResponse {
+	out := []byte(strings.Repeat("o", int(req.MaxOutput)-1) + "E")
+	return wire.StreamResponse{Status: &wire.Status{Exited: true}, StdoutSize: 3 << 20, Stdout: out, StderrSize: 4, Stderr: []byte("err\n")}
+}
+
+// The server's own tails of a command's output reach the client whole,
+// however large the command's MaxOutput: a tail of 1 MiB or more does
+// not fit in one response frame (a client once waited for such a
+// response until its guard ran out).
+func TestServeSendsOutputTailsBiggerThanAFrame(t *testing.T) {
+	cli, srv := net.Pipe()
+	go func() {
+		_ = streamserver.Serve(context.Background(), srv, srv, tailing{virtual.New(virtual.Options{})}, wire.Hello{Root: "/"})
+	}()
+	conn, err := streamclient.Open(context.Background(), cli, "the test server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(sandbox.ErrClosed)
+	for _, max := range []int{1 << 10, sandbox.DefaultMaxOutput, 3 << 20} {
+		r, err := conn.Exec(context.Background(), sandbox.Command{Args: []string{"x"}, Timeout: time.Minute, MaxOutput: max})
+		if err != nil {
+			t.Fatalf("MaxOutput %d: %v", max, err)
+		}
+		if len(r.Stdout) != max || r.Stdout[max-1] != 'E' || r.StdoutSize != 3<<20 || r.StdoutTruncated != (max < 3<<20) || string(r.Stderr) != "err\n" {
+			t.Errorf("MaxOutput %d: stdout %d bytes of %d (truncated %v), stderr %q", max, len(r.Stdout), r.StdoutSize, r.StdoutTruncated, r.Stderr)
+		}
+	}
+}

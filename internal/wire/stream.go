@@ -344,12 +344,19 @@ type StreamResponse struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// StdoutSize and StderrSize count everything the command printed,
 	// from a server that counts it; when they are more than the output
-	// frames carried (a server's live copy was cut short), Stdout and
-	// Stderr carry the server's own tails of them.
-	StdoutSize int64  `json:"stdout_size,omitempty"`
-	StderrSize int64  `json:"stderr_size,omitempty"`
-	Stdout     []byte `json:"stdout,omitempty"`
-	Stderr     []byte `json:"stderr,omitempty"`
+	// frames carried (a server's live copy was cut short), the server's
+	// own tails of them come as Data frames before the response, stdout's
+	// StdoutTail bytes, then stderr's StderrTail (a tail of up to the
+	// command's MaxOutput would not fit in one response frame).
+	StdoutSize int64 `json:"stdout_size,omitempty"`
+	StderrSize int64 `json:"stderr_size,omitempty"`
+	StdoutTail int   `json:"stdout_tail,omitempty"`
+	StderrTail int   `json:"stderr_tail,omitempty"`
+	// Stdout and Stderr are those tails inside each end: a backend gives
+	// them to the stream server, which sends them as Data; the client
+	// puts them back from the Data. They are never in the JSON.
+	Stdout []byte `json:"-"`
+	Stderr []byte `json:"-"`
 	// Quoted, on the wire only, says Info.Path and Err's words are in Go's
 	// quoted form (see quoteWords).
 	Quoted bool `json:"quoted,omitempty"`

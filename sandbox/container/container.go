@@ -35,7 +35,7 @@ var ErrGone = errors.New("the sandbox's container is gone")
 
 // ErrNotStopped: a command's timeout or cancel came, and hutch could not
 // confirm that the command was stopped — its container did not answer
-// within StopGrace (paused, or overloaded). The command may still run.
+// within ExecGrace (paused, or overloaded). The command may still run.
 var ErrNotStopped = streamclient.ErrNotStopped
 
 // StopGrace bounds how long a call waits past its own deadline (a
@@ -44,6 +44,11 @@ var ErrNotStopped = streamclient.ErrNotStopped
 // one, for the runtime's program to end. Past it the call returns
 // (ErrNotStopped for a command).
 const StopGrace = streamclient.StopGrace
+
+// ExecGrace bounds how long Exec waits past a command's timeout for the
+// helper's report of its end: the graces a tier may take then for the
+// output (sandbox.OutputGrace, sandbox.LiveGrace), plus StopGrace.
+const ExecGrace = streamclient.ExecGrace
 
 // FileTimeout is the deadline of a file operation (Read, ReadStat, Write,
 // Stat, Glob) whose context has none: a paused or hung container holds

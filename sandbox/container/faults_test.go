@@ -17,7 +17,7 @@ import (
 const slack = 5 * time.Second
 
 // A container paused behind hutch's back holds no call past its own
-// deadline plus StopGrace: a command's timeout (the call then says it
+// deadline plus StopGrace (ExecGrace for a command): a command's timeout (the call then says it
 // could not confirm the command stopped, never that it killed it), a
 // read with a deadline, and a read without one (FileTimeout); once the
 // container runs again the command is stopped. On docker and podman,
@@ -89,7 +89,7 @@ func TestPausedContainerHoldsNoCallPastItsDeadline(t *testing.T) {
 				}
 				return done{}
 			}
-			d := wait("the shell call", execDone, 3*time.Second+container.StopGrace+slack)
+			d := wait("the shell call", execDone, 3*time.Second+container.ExecGrace+slack)
 			if !errors.Is(d.err, container.ErrNotStopped) || d.timed {
 				t.Errorf("shell call on a paused container: timed_out %v, error %v; want ErrNotStopped and no result", d.timed, d.err)
 			}

@@ -96,10 +96,11 @@ func newEnv(t *testing.T) *env {
 	if err := os.WriteFile(e.secret, []byte("TOP-SECRET"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The test binary doubles as the attacker (see attack_test.go), so
-	// its directory is readable.
+	// The test binary doubles as the attacker (see attack_test.go), so it
+	// is readable: the file alone, since its directory may be the host's
+	// /tmp (a binary built with go test -c -o /tmp/x).
 	self, _ := os.Executable()
-	e.pol = policy.Default().Extend(policy.Policy{Write: []string{e.work}, Read: []string{filepath.Dir(self)}})
+	e.pol = policy.Default().Extend(policy.Policy{Write: []string{e.work}, Read: []string{self}})
 	return e
 }
 
