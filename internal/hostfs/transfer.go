@@ -2,11 +2,13 @@ package hostfs
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/tierkit"
@@ -22,40 +24,103 @@ func (s *FS) Pack(ctx context.Context, dir string, since time.Time, w io.Writer)
 }
 
 // PackHiding is Pack leaving out the files whose root-relative paths hide
-// names (a policy's denied paths), when hide is not nil.
+// names (a policy's denied paths), when hide is not nil. Small files are
+// read packWorkers at once, at most packAhead ahead of the stream; a
+// bigger one is copied into it when its turn comes.
 func (s *FS) PackHiding(ctx context.Context, dir string, since time.Time, hide func(rel string) bool, w io.Writer) error {
 	names, err := s.Glob(ctx, treetar.Pattern(dir))
 	if err != nil {
 		return err
 	}
+	if hide != nil {
+		names = slices.DeleteFunc(names, hide)
+	}
 	tw := tar.NewWriter(w)
 	var total int64
-	for _, name := range names {
-		if hide != nil && hide(name) {
-			continue
-		}
-		if fi, err := s.Stat(ctx, name); errors.Is(err, fs.ErrNotExist) || err == nil && fi.Kind != sandbox.KindFile {
-			continue // gone since the glob; a fifo, a device
-		}
-		if err := s.packOne(ctx, tw, dir, name, since, &total); err != nil {
+	for len(names) > 0 {
+		chunk := names[:min(packAhead, len(names))]
+		names = names[len(chunk):]
+		got := make([]packed, len(chunk))
+		err := treetar.Parallel(ctx, len(chunk), packWorkers, func(i int) error {
+			var err error
+			got[i], err = s.readAhead(ctx, chunk[i], since)
 			return err
+		})
+		if err != nil {
+			return err
+		}
+		for i, name := range chunk {
+			if err := s.packOne(ctx, tw, dir, name, got[i], since, &total); err != nil {
+				return err
+			}
 		}
 	}
 	return tw.Close()
 }
 
-// packOne adds one file to tw unless it is older than since.
-func (s *FS) packOne(ctx context.Context, tw *tar.Writer, dir, name string, since time.Time, total *int64) error {
+// Pack's read-ahead: how many files, how big one may be, how many reads
+// at once.
+const (
+	packAhead   = 64
+	packSmall   = 1 << 20
+	packWorkers = 16
+)
+
+// packed is what Pack read ahead of one name.
+type packed struct {
+	skip bool // gone since the glob, not a regular file, or not changed since
+	info sandbox.FileInfo
+	data []byte // nil for a file of more than packSmall bytes: read in turn
+}
+
+// readAhead reads the file at name when it is small.
+func (s *FS) readAhead(ctx context.Context, name string, since time.Time) (packed, error) {
+	if fi, err := s.Stat(ctx, name); errors.Is(err, fs.ErrNotExist) || err == nil && fi.Kind != sandbox.KindFile {
+		return packed{skip: true}, nil // gone since the glob; a fifo, a device
+	} else if err != nil {
+		return packed{}, err
+	}
 	f, info, release, err := s.openRead(ctx, name, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return packed{skip: true}, nil
 	}
 	if err != nil {
-		return err
+		return packed{}, err
 	}
 	defer release()
 	if !since.IsZero() && !info.ModTime.After(since) {
+		return packed{skip: true}, nil
+	}
+	if info.Size > packSmall {
+		return packed{info: info}, nil
+	}
+	data := make([]byte, info.Size)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return packed{}, tierkit.PathError("pack", name, fmt.Errorf("changed while it was read: %w", err))
+	}
+	return packed{info: info, data: data}, nil
+}
+
+// packOne adds one file to tw: what was read ahead, or a big file read
+// now (unless it is older than since).
+func (s *FS) packOne(ctx context.Context, tw *tar.Writer, dir, name string, p packed, since time.Time, total *int64) error {
+	if p.skip {
 		return nil
+	}
+	info, src := p.info, io.Reader(bytes.NewReader(p.data))
+	if p.data == nil {
+		f, opened, release, err := s.openRead(ctx, name, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer release()
+		if !since.IsZero() && !opened.ModTime.After(since) {
+			return nil
+		}
+		info, src = opened, f
 	}
 	if *total += info.Size; *total > treetar.MaxBytes {
 		return tierkit.PathError("pack", dir, fmt.Errorf("more than %d bytes: %w: copy the tree in parts", treetar.MaxBytes, sandbox.ErrTooLarge))
@@ -63,7 +128,7 @@ func (s *FS) packOne(ctx context.Context, tw *tar.Writer, dir, name string, sinc
 	if err := tw.WriteHeader(treetar.Header(dir, name, info, info.Size)); err != nil {
 		return err
 	}
-	if _, err := io.CopyN(tw, f, info.Size); err != nil {
+	if _, err := io.CopyN(tw, src, info.Size); err != nil {
 		return tierkit.PathError("pack", name, fmt.Errorf("changed while it was read: %w", err))
 	}
 	return nil
@@ -76,8 +141,9 @@ func (s *FS) Unpack(ctx context.Context, dir string, r io.Reader) (int, error) {
 }
 
 // unpackWorkers is how many of an unpack's writes run at once: each
-// waits on its sync more than on a core.
-const unpackWorkers = 16
+// waits on its sync more than on a core, and syncs that run together
+// share the filesystem's journal commits.
+const unpackWorkers = 32
 
 // UnpackHiding is Unpack refusing a file whose root-relative path hide
 // names (a policy's denied paths) and, when limit > 0, a file of more

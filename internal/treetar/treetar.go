@@ -76,23 +76,40 @@ const (
 // Unpack writes the directories and regular files of the tar stream r
 // below dir into t, and says how many files it wrote. Entries are checked
 // as they come: one that is neither a file nor a directory, or whose name
-// leads out of dir, stops it with an error naming the entry. Files are
-// held at most batchBytes at a time and written Workers at once; after a
-// failure the files written stay, and the count says how many.
+// leads out of dir, stops it with an error naming the entry. Directories
+// are made as they come (after the files held whose paths they would
+// cross); files are held at most batchBytes at a time and written
+// Workers at once, taken from their directories in turn (writes into one
+// directory wait on each other in the kernel, writes into several do
+// not). After a failure the files written stay, and the count says how
+// many.
 func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error) {
 	var n atomic.Int64
 	var batch []File
 	held := 0
+	pending := map[string]bool{} // the destinations in batch
 	flush := func() error {
-		err := Parallel(ctx, len(batch), t.Workers, func(i int) error {
-			if err := t.Write(ctx, batch[i]); err != nil {
+		order := interleaved(batch)
+		err := Parallel(ctx, len(order), t.Workers, func(i int) error {
+			if err := t.Write(ctx, batch[order[i]]); err != nil {
 				return err
 			}
 			n.Add(1)
 			return nil
 		})
 		batch, held = batch[:0], 0
+		clear(pending)
 		return err
+	}
+	// crosses reports whether making directory dst would meet a file held
+	// (at dst, or at one of its parents).
+	crosses := func(dst string) bool {
+		for d := dst; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+			if pending[d] {
+				return true
+			}
+		}
+		return false
 	}
 	tr := tar.NewReader(r)
 	var total int64
@@ -111,8 +128,10 @@ func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := flush(); err != nil {
-				return int(n.Load()), err
+			if crosses(dst) {
+				if err := flush(); err != nil {
+					return int(n.Load()), err
+				}
 			}
 			if err := t.Mkdir(ctx, dst); err != nil {
 				return int(n.Load()), err
@@ -125,7 +144,15 @@ func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error)
 			if err != nil {
 				return int(n.Load()), fmt.Errorf("unpack: %s: %w", hdr.Name, err)
 			}
+			if pending[dst] || crosses(path.Dir(dst)) {
+				// The same file twice, or a file below one held: the
+				// stream's order decides, as it would one at a time.
+				if err := flush(); err != nil {
+					return int(n.Load()), err
+				}
+			}
 			batch = append(batch, File{Dst: dst, Data: data, Mode: fs.FileMode(hdr.Mode).Perm(), ModTime: hdr.ModTime})
+			pending[dst] = true
 			if held += len(data); held >= batchBytes || len(batch) >= batchFiles {
 				if err := flush(); err != nil {
 					return int(n.Load()), err
@@ -135,6 +162,34 @@ func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error)
 			return int(n.Load()), fmt.Errorf("unpack: entry %q is neither a file nor a directory (type %q): %w", hdr.Name, hdr.Typeflag, sandbox.ErrUnsupported)
 		}
 	}
+}
+
+// interleaved orders the indices of files so that consecutive ones are
+// in different directories where it can: the first file of each
+// directory (in the order the directories first come), then the second
+// of each, and so on.
+func interleaved(files []File) []int {
+	var dirs [][]int
+	at := map[string]int{}
+	for i, f := range files {
+		d := path.Dir(f.Dst)
+		k, ok := at[d]
+		if !ok {
+			k = len(dirs)
+			at[d] = k
+			dirs = append(dirs, nil)
+		}
+		dirs[k] = append(dirs[k], i)
+	}
+	order := make([]int, 0, len(files))
+	for round := 0; len(order) < len(files); round++ {
+		for _, d := range dirs {
+			if round < len(d) {
+				order = append(order, d[round])
+			}
+		}
+	}
+	return order
 }
 
 // Parallel calls fn(0..n-1) from at most workers goroutines and returns

@@ -150,3 +150,41 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// Unpack keeps what the stream's order means while it writes a batch at
+// once: the same file twice ends with its last content, a directory (or
+// a file) in the path of a file held comes after that file's write, and
+// a batch's files are taken from their directories in turn.
+func TestUnpackKeepsTheStreamOrder(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		entries []entry
+		want    []string // the Target's calls in order, with Workers 1
+	}{
+		{"the same file twice", []entry{{name: "f", body: "1"}, {name: "f", body: "2"}}, []string{"write in/f 1", "write in/f 2"}},
+		{"a directory where a file was", []entry{{name: "a", body: "1"}, {name: "a/", typ: tar.TypeDir}}, []string{"write in/a 1", "mkdir in/a"}},
+		{"a file below a file", []entry{{name: "a", body: "1"}, {name: "a/b", body: "2"}}, []string{"write in/a 1", "write in/a/b 2"}},
+		{"directories made as they come", []entry{{name: "x/", typ: tar.TypeDir}, {name: "x/1", body: "1"}, {name: "y/", typ: tar.TypeDir}, {name: "y/1", body: "2"}},
+			[]string{"mkdir in/x", "mkdir in/y", "write in/x/1 1", "write in/y/1 2"}},
+		{"directories in turn", []entry{{name: "x/1", body: "a"}, {name: "x/2", body: "b"}, {name: "x/3", body: "c"}, {name: "y/1", body: "d"}, {name: "y/2", body: "e"}},
+			[]string{"write in/x/1 a", "write in/y/1 d", "write in/x/2 b", "write in/y/2 e", "write in/x/3 c"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls []string
+			tgt := treetar.Target{
+				Mkdir: func(_ context.Context, dst string) error { calls = append(calls, "mkdir "+dst); return nil },
+				Write: func(_ context.Context, f treetar.File) error {
+					calls = append(calls, "write "+f.Dst+" "+string(f.Data))
+					return nil
+				},
+				Workers: 1,
+			}
+			if _, err := treetar.Unpack(context.Background(), bytes.NewReader(stream(t, c.entries...)), "in", tgt); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(calls, "; ") != strings.Join(c.want, "; ") {
+				t.Errorf("calls\n  %q\nwant\n  %q", calls, c.want)
+			}
+		})
+	}
+}

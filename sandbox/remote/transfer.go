@@ -140,7 +140,11 @@ func packHost(hostDir string) ([]byte, error) {
 			return err
 		})
 	}
+	// One buffer of about the stream's size: growing one by doubling
+	// costs a fresh copy of everything each time (and fresh memory costs
+	// page faults).
 	var buf bytes.Buffer
+	buf.Grow(int(min(total, MaxTransferBytes)) + len(ents)*tarEntryOverhead + 2*tarBlock)
 	tw := tar.NewWriter(&buf)
 	for _, e := range ents {
 		if err != nil {
@@ -162,6 +166,14 @@ func packHost(hostDir string) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// tarBlock is a tar stream's unit; tarEntryOverhead is about what one
+// entry of packHost's adds to its content: a PAX header block and its
+// record, the header block, the content's padding.
+const (
+	tarBlock         = 512
+	tarEntryOverhead = 4 * tarBlock
+)
 
 // unpackHost writes the regular files of archive below hostDir, through
 // an os.Root (a name leading out is refused by it), each via a temporary
