@@ -93,6 +93,11 @@ type Settings struct {
 	ServerCA   string `yaml:"server_ca"`
 	ServerCert string `yaml:"server_cert"`
 	ServerKey  string `yaml:"server_key"`
+	// ServerNarrow, when set (from the policy flags), is what a Server
+	// session asks of the server's policy: never more (the server
+	// refuses a widening, naming it). A ServerCommand's server takes its
+	// policy on its own command line.
+	ServerNarrow *policy.Narrowing `yaml:"-"`
 	// Asker decides privileged actions in ask mode (the MCP server passes
 	// its own, which asks the person through the client); it is not used
 	// in other modes. Nil in ask mode denies every privileged action.

@@ -42,10 +42,10 @@ func (s Settings) checkTier() error {
 		return fmt.Errorf("%w: image, runtime and the container flags apply to the container tier, not %s", ErrConfig, s.Tier)
 	}
 	tlsSet := s.ServerCA != "" || s.ServerCert != "" || s.ServerKey != ""
-	remoteSet := s.Server != "" || s.ServerTokenFile != "" || len(s.ServerCommand) > 0 || tlsSet
+	remoteSet := s.Server != "" || s.ServerTokenFile != "" || len(s.ServerCommand) > 0 || tlsSet || s.ServerNarrow != nil
 	switch {
 	case remoteSet && s.Tier != tier.Remote:
-		return fmt.Errorf("%w: server, server_token_file and server_command apply to the remote tier, not %s", ErrConfig, s.Tier)
+		return fmt.Errorf("%w: server, server_token_file, server_command and a session's narrowing apply to the remote tier, not %s", ErrConfig, s.Tier)
 	case s.Tier != tier.Remote:
 	case s.Server != "" && len(s.ServerCommand) > 0:
 		return fmt.Errorf("%w: the remote tier takes --server URL or --server-command CMD, not both", ErrConfig)
@@ -55,6 +55,8 @@ func (s Settings) checkTier() error {
 		return fmt.Errorf("%w: give --client-cert and --client-key together", ErrConfig)
 	case s.Server != "" && s.ServerTokenFile == "" && s.ServerCert == "":
 		return fmt.Errorf("%w: --server %s needs --token-file FILE, the server's token (or a client certificate: --client-cert, --client-key)", ErrConfig, s.Server)
+	case len(s.ServerCommand) > 0 && s.ServerNarrow != nil:
+		return fmt.Errorf("%w: the policy flags narrow a --server URL's session; a --server-command's hutch serve --stdio takes them on its own command line", ErrConfig)
 	case len(s.ServerCommand) > 0 && (s.ServerTokenFile != "" || tlsSet):
 		return fmt.Errorf("%w: --token-file and the TLS flags apply to --server URL; a --server-command authenticates itself (ssh, kubectl)", ErrConfig)
 	case tlsSet && !strings.HasPrefix(s.Server, "https://"):
@@ -146,6 +148,9 @@ func remoteDialer(s Settings) (remote.Dialer, error) {
 		return remote.Command(s.ServerCommand[0], s.ServerCommand[1:]...), nil
 	}
 	d := remote.Server{URL: s.Server}
+	if s.ServerNarrow != nil {
+		d.Narrow = *s.ServerNarrow
+	}
 	if s.ServerTokenFile != "" {
 		token, err := bearer.ReadFile(s.ServerTokenFile)
 		if err != nil {

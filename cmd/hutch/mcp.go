@@ -174,7 +174,8 @@ func serveOpen(ctx context.Context, b *config.Built, addr, token, tokenNote stri
 }
 
 // applyTierFlags puts the container and policy flags the user gave into
-// settings, refusing them for a tier they do not apply to.
+// settings (for the remote tier the policy flags are the session's
+// narrowing), refusing them for a tier they do not apply to.
 func applyTierFlags(fl *pflag.FlagSet, settings *config.Settings, pf *policyFlags, cf *containerFlags) error {
 	if containerFlagsSet(fl) {
 		if settings.Tier != tier.Container {
@@ -186,9 +187,12 @@ func applyTierFlags(fl *pflag.FlagSet, settings *config.Settings, pf *policyFlag
 		}
 		settings.Container = &o
 	}
+	if settings.Tier == tier.Remote {
+		return narrow(fl, pf, settings)
+	}
 	if policyFlagsSet(fl) {
 		if settings.Tier != tier.Isolated && settings.Tier != tier.Container {
-			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated or container")
+			return fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to --tier isolated or container (or narrow --tier remote)")
 		}
 		if pf.file == "" {
 			pf.file = settings.PolicyFile

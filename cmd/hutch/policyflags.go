@@ -108,9 +108,37 @@ func (p *policyFlags) build(fl *pflag.FlagSet, dir string, timeout time.Duration
 			return base, err
 		}
 	}
+	q, err := p.asked(fl, dir, timeout)
+	if err != nil {
+		return base, err
+	}
+	return base.Extend(q), nil
+}
+
+// narrowing is the flags as a remote session's narrowing of the server's
+// policy (policy.Narrowing: --read and --write replace the server's
+// paths, --deny and --network-deny add to its lists, --network and the
+// limits lower its own); the server refuses anything wider, naming it.
+// --policy and --nice have no meaning there.
+func (p *policyFlags) narrowing(fl *pflag.FlagSet) (policy.Narrowing, error) {
+	for _, name := range []string{"policy", "nice"} {
+		if fl.Changed(name) {
+			return policy.Narrowing{}, fmt.Errorf("--%s does not apply to --tier remote: the server's policy is the widest a session gets; give --%s to hutch serve", name, name)
+		}
+	}
+	q, err := p.asked(fl, "", 0)
+	if err != nil {
+		return policy.Narrowing{}, err
+	}
+	return policy.Narrowing{Read: q.Read, Write: q.Write, Deny: q.Deny, Network: q.Network, Hosts: q.Hosts, DenyHosts: q.DenyHosts, Limits: q.Limits}, nil
+}
+
+// asked is what the flags ask, as a policy of its own (what build adds to
+// its base).
+func (p *policyFlags) asked(fl *pflag.FlagSet, dir string, timeout time.Duration) (policy.Policy, error) {
 	q := policy.Policy{Read: p.read, Write: p.write, Deny: p.deny, Dir: dir, Nice: p.nice, Timeout: timeout, DenyHosts: p.networkDeny}
 	if fl.Changed("network-deny") && len(p.networkDeny) == 0 {
-		return base, fmt.Errorf("--network-deny names no host: give entries (--network-deny evil.example.com)")
+		return q, fmt.Errorf("--network-deny names no host: give entries (--network-deny evil.example.com)")
 	}
 	if hosts, ok := strings.CutPrefix(p.network, "allow="); ok {
 		q.Network = policy.NetworkAllow
@@ -135,9 +163,9 @@ func (p *policyFlags) build(fl *pflag.FlagSet, dir string, timeout time.Duration
 		}
 		v, err := s.parse(s.val)
 		if err != nil {
-			return base, fmt.Errorf("--%s: %v", s.flag, err)
+			return q, fmt.Errorf("--%s: %v", s.flag, err)
 		}
 		*s.dst = v
 	}
-	return base.Extend(q), nil
+	return q, nil
 }

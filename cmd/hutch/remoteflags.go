@@ -65,3 +65,17 @@ func (r *remoteFlags) apply(fl *pflag.FlagSet, s *config.Settings) error {
 	}
 	return nil
 }
+
+// narrow puts the policy flags, when given, into s as the remote
+// session's narrowing of the server's policy (see policyFlags.narrowing).
+func narrow(fl *pflag.FlagSet, pf *policyFlags, s *config.Settings) error {
+	if s.Tier != tier.Remote || !policyFlagsSet(fl) {
+		return nil
+	}
+	n, err := pf.narrowing(fl)
+	if err != nil {
+		return err
+	}
+	s.ServerNarrow = &n
+	return nil
+}

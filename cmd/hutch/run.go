@@ -122,11 +122,14 @@ func runIsolated(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Res
 // runOpened runs cmd in a sandbox of the local or virtual tier (or says
 // why the tier named cannot be opened).
 func runOpened(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Result, error) {
-	if policyFlagsSet(c.Flags()) {
-		return sandbox.Result{}, fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier, not %s", f.tier)
+	if policyFlagsSet(c.Flags()) && f.tier != tier.Remote {
+		return sandbox.Result{}, fmt.Errorf("--read, --write, --deny, --network, --policy and the limit flags apply to the isolated tier (or narrow a remote one), not %s", f.tier)
 	}
 	s := config.Settings{Tier: f.tier, Root: f.root}
 	if err := f.rem.apply(c.Flags(), &s); err != nil {
+		return sandbox.Result{}, err
+	}
+	if err := narrow(c.Flags(), &f.pol, &s); err != nil {
 		return sandbox.Result{}, err
 	}
 	return execIn(c, s, cmd)

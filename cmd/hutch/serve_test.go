@@ -181,3 +181,56 @@ func TestServeListenMutualTLS(t *testing.T) {
 		t.Errorf("without a client certificate: exit %d, %q", code, errs)
 	}
 }
+
+// The policy flags of hutch run --tier remote narrow the session's policy
+// within the server's: with a narrower writable path, the rest of the
+// server's is out of the session's reach (and what it writes there lands
+// in its private /tmp, not on the host); a wider path, a wider network,
+// and flags with no narrowing are refused, one line naming them.
+func TestRunRemoteNarrowsTheServersPolicy(t *testing.T) {
+	if err := isolated.Supported(); err != nil {
+		testenv.Missing(t, "this host cannot build isolated sandboxes: %v", err)
+	}
+	dir, work := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(work+"/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(work+"/seen", []byte("SEEN"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := dir + "/token"
+	u := startServe(t, "serve", "--write", work, "--listen", "127.0.0.1:0", "--token-file", tokenFile)
+	remote := []string{"run", "--tier", "remote", "--server", u, "--token-file", tokenFile}
+	script := "echo a > " + work + "/sub/x; echo b > " + work + "/y; cat " + work + "/seen"
+	if code, out, errs := hutch(t, "", append(remote, "--", "sh", "-c", script)...); code != 0 || out != "SEEN" {
+		t.Fatalf("the server's own policy: exit %d, %q, %q", code, out, errs)
+	}
+	if err := os.Remove(work + "/y"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := hutch(t, "", append(remote, "--write", work+"/sub", "--", "sh", "-c", script)...)
+	if code == 0 || strings.Contains(out, "SEEN") {
+		t.Errorf("the rest of the server's path, narrowed away: exit %d, %q, %q", code, out, errs)
+	}
+	if b, err := os.ReadFile(work + "/sub/x"); err != nil || string(b) != "a\n" {
+		t.Errorf("the narrowed path: %q %v", b, err)
+	}
+	if _, err := os.Stat(work + "/y"); err == nil {
+		t.Error("the session wrote outside its narrowed path")
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{append(remote, "--write", dir, "--", "true"), dir},
+		{append(remote, "--network", "all", "--", "true"), "network"},
+		{append(remote, "--nice", "5", "--", "true"), "--nice does not apply to --tier remote"},
+		{append(remote, "--policy", dir+"/p.yaml", "--", "true"), "--policy does not apply"},
+		{[]string{"run", "--tier", "remote", "--server-command", "ssh x", "--read", "/usr", "--", "true"}, "on its own command line"},
+	} {
+		code, _, errs := hutch(t, "", c.args...)
+		if code != exitUsage || !strings.Contains(errs, c.says) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q: want 125 and one line naming %q", c.args[len(remote):], code, errs, c.says)
+		}
+	}
+}
