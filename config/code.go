@@ -16,6 +16,7 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
+	"github.com/hutchsandbox/hutch/sandbox/remote"
 	"github.com/hutchsandbox/hutch/tier"
 	"github.com/hutchsandbox/hutch/tool"
 )
@@ -191,12 +192,16 @@ func (s *Settings) checkCodeTier() error {
 	case "":
 		s.Tier = tier.Isolated
 	case tier.Virtual:
-		return codeErr("run_code needs the isolated or container tier: the virtual tier cannot run code")
+		return codeErr("run_code needs the isolated, container or remote tier: the virtual tier cannot run code")
 	case tier.Local:
-		return codeErr("run_code needs the isolated or container tier: the local tier has no policy to enforce")
+		return codeErr("run_code needs the isolated, container or remote tier: the local tier has no policy to enforce")
+	case tier.Remote:
+		if len(s.ServerCommand) > 0 {
+			return codeErr("run_code on the remote tier needs --server URL: each call is a session of its own, narrowed by its sandbox; a --server-command's hutch serve has one policy")
+		}
 	case tier.Isolated, tier.Container:
 	default:
-		return codeErr("run_code needs the isolated or container tier, not %q", s.Tier)
+		return codeErr("run_code needs the isolated, container or remote tier, not %q", s.Tier)
 	}
 	return nil
 }
@@ -338,7 +343,7 @@ func (s Settings) checkCode() (*codePlan, error) {
 }
 
 // codeOptions builds run_code's options from checked settings of the
-// isolated or container tier: the policies, the runner, the mounts and the
+// isolated, container or remote tier: the policies, the runner, the mounts and the
 // languages the default sandbox has. Escalations the host cannot run are
 // left out, each with a note.
 func (s Settings) codeOptions(ctx context.Context, plan *codePlan) (*tool.CodeOptions, []string, error) {
@@ -346,14 +351,25 @@ func (s Settings) codeOptions(ctx context.Context, plan *codePlan) (*tool.CodeOp
 	o := &tool.CodeOptions{Default: pols[c.Sandbox], Mounts: plan.mounts}
 	var notes []string
 	check := func(policy.Policy) ([]string, error) { return nil, nil }
-	if s.Tier == tier.Container {
+	switch s.Tier {
+	case tier.Container:
 		base := *containerOptions(s)
 		o.Run = containerRunner(base)
 		check = func(p policy.Policy) ([]string, error) {
 			_, n, err := container.FromPolicy(p, base)
 			return n, err
 		}
-	} else {
+	case tier.Remote:
+		d, err := remoteServer(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Run = remoteRunner(d, plan.mounts)
+		check = func(p policy.Policy) ([]string, error) {
+			_, err := remote.CodeNarrowing(p)
+			return nil, err
+		}
+	default:
 		if err := isolated.Supported(); err != nil {
 			return nil, nil, fmt.Errorf("run_code's default sandbox %q: %w", c.Sandbox, err)
 		}
@@ -417,6 +433,40 @@ func sandboxNames(pols map[string]policy.Policy) string {
 		return "none (sandboxes is empty)"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(pols)), ", ")
+}
+
+// remoteRunner runs each command in a session of its own on d's server,
+// narrowed by the call's policy (remote.CodeNarrowing), its run
+// directory and mounts copied there and back (Sandbox.RunCode); the
+// session ends after it.
+func remoteRunner(d remote.Server, mounts map[string]tool.Mount) tool.CodeRunner {
+	var ms []remote.CodeMount
+	var carried []string
+	for _, name := range slices.Sorted(maps.Keys(mounts)) {
+		ms = append(ms, remote.CodeMount{Name: name, Host: mounts[name].Path, Writable: mounts[name].Writable})
+		carried = append(carried, mounts[name].Path)
+	}
+	return func(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
+		run := cmd.Env["RUN_DIR"]
+		n, err := remote.CodeNarrowing(pol, append(carried, run)...)
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		d := d
+		d.Narrow = n
+		sb, err := remote.New(ctx, d, remote.Options{})
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		defer sb.Close()
+		if cmd.Timeout == 0 {
+			cmd.Timeout = pol.Timeout
+		}
+		if run == "" {
+			return sb.Exec(ctx, cmd) // no run directory: the probe of interpreters
+		}
+		return sb.RunCode(ctx, cmd, run, ms)
+	}
 }
 
 // containerRunner runs each command in a fresh container mapped from the

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
+	"github.com/hutchsandbox/hutch/server"
 	"github.com/hutchsandbox/hutch/tool"
 )
 
@@ -310,3 +313,73 @@ func TestCodePackagesInstalledAtStartUp(t *testing.T) {
 		t.Errorf("packages on the container tier: %v", err)
 	}
 }
+
+// run_code on the remote tier: each call is a session of its own on a
+// real hutch serve (the isolated tier, on loopback), narrowed by its
+// sandbox; the run directory goes there and its new files come back; a
+// sandbox wider than the server is refused with the server's reason; a
+// sandbox naming paths (which would be this machine's) is a start-up
+// error.
+func TestCodeOnTheRemoteTier(t *testing.T) {
+	needIsolated(t)
+	served := t.TempDir()
+	srvSettings := config.Settings{Tier: "isolated", Isolation: ptr(policy.Default().Extend(policy.Policy{Write: []string{served}}))}
+	open, err := config.ServeOpener(srvSettings, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.Repeat("t", 40)
+	ln, err := server.ListenAddr("127.0.0.1:0", server.Config{Open: open, Token: token}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(bg)
+	defer stop()
+	go func() { _ = server.Serve(ctx, ln, server.Config{Open: open, Token: token}) }()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("tier: remote\nserver: http://%s\nserver_token_file: %s\nmode: ask\n", ln.Addr(), filepath.Join(dir, "token"))
+	s, err := settingsFile(t, dir, head+"code: {sandbox: box, escalate_to: [online]}\nsandboxes: {box: {}, online: {network: all}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Asker = func(context.Context, permission.Request) (bool, error) { return true, nil }
+	b, err := config.New(bg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ts, err := tool.New(b.Tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ts.Call(bg, "run_code", json.RawMessage(`{"language": "shell", "code": "echo ran; echo made > \"$RUN_DIR/out.txt\""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r tool.CodeResult
+	if out.IsError || json.Unmarshal([]byte(out.Text), &r) != nil || r.Stdout != "ran\n" || len(out.Files) != 1 || string(out.Files[0].Data) != "made\n" {
+		t.Fatalf("run_code on the remote tier: %+v", out)
+	}
+	if ents, err := os.ReadDir(served); err != nil || len(ents) != 0 {
+		t.Errorf("the run's copy is left on the server: %v %v", ents, err)
+	}
+	out, err = ts.Call(bg, "run_code", json.RawMessage(`{"language": "shell", "code": "true", "sandbox": "online", "reason": "to fetch"}`))
+	if err != nil || !out.IsError || !strings.Contains(out.Text, "network all") {
+		t.Errorf("an escalation wider than the server: %+v, %v", out, err)
+	}
+	s, err = settingsFile(t, t.TempDir(), head+"code: {sandbox: box}\nsandboxes: {box: {read: [/srv]}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2, err := config.New(bg, s); err == nil || !strings.Contains(err.Error(), "the paths are the server's") || !oneLine(err) {
+		if b2 != nil {
+			b2.Close()
+		}
+		t.Errorf("a sandbox with paths: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -147,6 +147,12 @@ func remoteDialer(s Settings) (remote.Dialer, error) {
 	if len(s.ServerCommand) > 0 {
 		return remote.Command(s.ServerCommand[0], s.ServerCommand[1:]...), nil
 	}
+	return remoteServer(s)
+}
+
+// remoteServer is the Server dialer of s.Server: its token read from its
+// file, its TLS settings loaded.
+func remoteServer(s Settings) (remote.Server, error) {
 	d := remote.Server{URL: s.Server}
 	if s.ServerNarrow != nil {
 		d.Narrow = *s.ServerNarrow
@@ -154,7 +160,7 @@ func remoteDialer(s Settings) (remote.Dialer, error) {
 	if s.ServerTokenFile != "" {
 		token, err := bearer.ReadFile(s.ServerTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --token-file: %v", ErrConfig, err)
+			return d, fmt.Errorf("%w: --token-file: %v", ErrConfig, err)
 		}
 		d.Token = token
 	}
@@ -164,17 +170,17 @@ func remoteDialer(s Settings) (remote.Dialer, error) {
 	if s.ServerCA != "" {
 		pem, err := os.ReadFile(s.ServerCA)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --server-ca: %v", ErrConfig, err)
+			return d, fmt.Errorf("%w: --server-ca: %v", ErrConfig, err)
 		}
 		d.TLS.RootCAs = x509.NewCertPool()
 		if !d.TLS.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: --server-ca %s: no PEM certificate in it", ErrConfig, s.ServerCA)
+			return d, fmt.Errorf("%w: --server-ca %s: no PEM certificate in it", ErrConfig, s.ServerCA)
 		}
 	}
 	if s.ServerCert != "" {
 		cert, err := tls.LoadX509KeyPair(s.ServerCert, s.ServerKey)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --client-cert/--client-key: %v", ErrConfig, err)
+			return d, fmt.Errorf("%w: --client-cert/--client-key: %v", ErrConfig, err)
 		}
 		d.TLS.Certificates = []tls.Certificate{cert}
 	}

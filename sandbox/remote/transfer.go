@@ -67,6 +67,9 @@ func (s *Sandbox) CopyIn(ctx context.Context, hostDir, dir string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
+	if err := c.Mkdir(ctx, rel); err != nil { // an empty tree is a directory there too
+		return 0, s.failed(err)
+	}
 	n, err := c.Unpack(ctx, rel, archive)
 	if err != nil {
 		return n, s.failed(err)
@@ -80,6 +83,12 @@ func (s *Sandbox) CopyIn(ctx context.Context, hostDir, dir string) (int, error) 
 // so none lands outside it; each file is written to a temporary name and
 // renamed, so none is torn.
 func (s *Sandbox) CopyOut(ctx context.Context, dir, hostDir string, since time.Time) (int, error) {
+	return s.copyOut(ctx, dir, hostDir, since, nil)
+}
+
+// copyOut is CopyOut leaving out the files whose names (slash-separated,
+// relative to dir) skip names, when skip is not nil.
+func (s *Sandbox) copyOut(ctx context.Context, dir, hostDir string, since time.Time, skip func(name string) bool) (int, error) {
 	c, rel, err := s.transferConn(ctx, "copy out", orDot(dir))
 	if err != nil {
 		return 0, err
@@ -88,7 +97,7 @@ func (s *Sandbox) CopyOut(ctx context.Context, dir, hostDir string, since time.T
 	if err != nil {
 		return 0, s.failed(err)
 	}
-	return unpackHost(archive, hostDir)
+	return unpackHost(archive, hostDir, skip)
 }
 
 func orDot(dir string) string {
@@ -179,7 +188,7 @@ const (
 // an os.Root (a name leading out is refused by it), each via a temporary
 // file and a rename, several at once, with the stream's permission bits
 // and modification times.
-func unpackHost(archive []byte, hostDir string) (int, error) {
+func unpackHost(archive []byte, hostDir string, skip func(name string) bool) (int, error) {
 	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		return 0, fmt.Errorf("copy out: %w", err)
 	}
@@ -192,6 +201,9 @@ func unpackHost(archive []byte, hostDir string) (int, error) {
 	defer dirs.close()
 	mkdir := func(_ context.Context, dst string) error { _, err := dirs.get(filepath.FromSlash(dst)); return err }
 	write := func(_ context.Context, f treetar.File) error {
+		if skip != nil && skip(f.Dst) {
+			return nil
+		}
 		name := filepath.FromSlash(f.Dst)
 		d, err := dirs.get(filepath.Dir(name))
 		if err == nil {
