@@ -31,7 +31,17 @@ type CommandInfo struct {
 type Environment struct {
 	Commands map[string]CommandInfo `json:"commands"`
 	Locale   string                 `json:"locale"`
-	Error    string                 `json:"error,omitempty"`
+	// Gaps are what the sandbox says it cannot guarantee of the contract
+	// (see Gapped), one sentence each; none for hutch's own tiers.
+	Gaps  []string `json:"gaps,omitempty"`
+	Error string   `json:"error,omitempty"`
+}
+
+// Gapped is implemented by a sandbox that cannot keep every guarantee of
+// the contract (remote.FromClient's, over a provider's client): Gaps names
+// each, one sentence. Probe reports them, and so does hutch check.
+type Gapped interface {
+	Gaps() []string
 }
 
 // probeScript runs in POSIX sh (busybox included): one "command -v" per
@@ -49,15 +59,19 @@ done
 var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(\.\d+)+`) })
 
 // Probe reports which of the commands exist in sb (DefaultProbeCommands
-// when none are given) and its locale, at the cost of one Exec of a POSIX
-// shell script. It never fails: when the probe could not run (no shell, a
+// when none are given), its locale and its gaps (Gapped), at the cost of
+// one Exec of a POSIX shell script. It never fails: when the probe could not run (no shell, a
 // bad command name, a timeout, a cancelled ctx) Environment.Error says why.
 // It does not remember the answer; a ProbeCache does.
 func Probe(ctx context.Context, sb Sandbox, commands ...string) Environment {
 	if len(commands) == 0 {
 		commands = DefaultProbeCommands
 	}
-	return probe(ctx, sb, commands)
+	env := probe(ctx, sb, commands)
+	if g, ok := sb.(Gapped); ok {
+		env.Gaps = g.Gaps()
+	}
+	return env
 }
 
 // ProbeCache remembers the answers of Probe for one sandbox, per command

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"runtime"
 	"runtime/debug"
@@ -84,15 +85,7 @@ whether it takes the token, what tier and policy it serves.`,
 				report.DefaultPolicy.Processes, report.DefaultPolicy.Memory)
 			env := report.Environment
 			fmt.Fprintf(out, "\nlocal environment (root %s):\n", root)
-			if env.Error != "" {
-				fmt.Fprintf(out, "  could not probe: %s\n", env.Error)
-				return nil
-			}
-			for _, name := range slices.Sorted(maps.Keys(env.Commands)) {
-				ci := env.Commands[name]
-				fmt.Fprintf(out, "  %-8s %-10s %s\n", name, orDash(ci.Version), ci.Path)
-			}
-			fmt.Fprintf(out, "  locale   %s\n", orDash(env.Locale))
+			printEnvironment(out, env)
 			return nil
 		},
 	}
@@ -149,16 +142,30 @@ func checkRemote(c *cobra.Command, s config.Settings, asJSON bool) error {
 		fmt.Fprintf(out, "server         %s\nreachable      %s\nauthenticated  %s\n", rep.Server, yes[rep.Reachable], yes[rep.Authenticated])
 		if rep.Authenticated {
 			fmt.Fprintf(out, "tier           %s\nroot           %s\n%s\n", rep.Tier, rep.Root, rep.Instructions)
-			for _, name := range slices.Sorted(maps.Keys(rep.Environment.Commands)) {
-				ci := rep.Environment.Commands[name]
-				fmt.Fprintf(out, "  %-8s %-10s %s\n", name, orDash(ci.Version), ci.Path)
-			}
+			printEnvironment(out, *rep.Environment)
 		}
 	}
 	if rep.Error != "" {
 		return errors.New(rep.Error)
 	}
 	return nil
+}
+
+// printEnvironment prints a probe's answer: the commands found, the
+// locale, and what the sandbox cannot guarantee.
+func printEnvironment(out io.Writer, env sandbox.Environment) {
+	for _, g := range env.Gaps {
+		fmt.Fprintf(out, "  cannot guarantee: %s\n", g)
+	}
+	if env.Error != "" {
+		fmt.Fprintf(out, "  could not probe: %s\n", env.Error)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(env.Commands)) {
+		ci := env.Commands[name]
+		fmt.Fprintf(out, "  %-8s %-10s %s\n", name, orDash(ci.Version), ci.Path)
+	}
+	fmt.Fprintf(out, "  locale   %s\n", orDash(env.Locale))
 }
 
 // defaultPolicy is what hutch check reports of policy.Default: its

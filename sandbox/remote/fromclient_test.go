@@ -412,6 +412,14 @@ func TestFromClientStatesItsGaps(t *testing.T) {
 	if !sb.Supports(sandbox.FeatureManage) || !sb.Supports(sandbox.FeatureShell) || sb.Supports("teleport") {
 		t.Error("Supports is wrong")
 	}
+	// What hutch check shows of a sandbox: the probe carries the gaps.
+	hostSB, err := remote.FromClient(b, remote.ClientOptions{Root: b.dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := sandbox.Probe(bg, hostSB, "sh"); env.Error != "" || !slices.Equal(env.Gaps, hostSB.Gaps()) || env.Commands["sh"].Path == "" {
+		t.Errorf("Probe = %+v, want the gaps %q", env, hostSB.Gaps())
+	}
 }
 
 // recorder is a Client over another that records every Exec request and
