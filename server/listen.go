@@ -24,7 +24,7 @@ import (
 
 // The session protocol over HTTP/1.1: a client opens a session with
 //
-//	GET /v1/sessions             Upgrade: hutch-stream/2, Authorization: Bearer TOKEN,
+//	GET /v1/sessions             Upgrade: hutch-stream/3, Authorization: Bearer TOKEN,
 //	                             Hutch-Narrow: base64url(JSON policy.Narrowing), optional
 //
 // and reattaches to one (after a lost connection) with GET
@@ -40,7 +40,7 @@ import (
 // WebSocket.
 const (
 	// Upgrade is the protocol token of the Upgrade header.
-	Upgrade = "hutch-stream/2"
+	Upgrade = "hutch-stream/3"
 	// SessionsPath is where sessions are opened.
 	SessionsPath = "/v1/sessions"
 	// HeaderSession carries the session id in a 101 answer.

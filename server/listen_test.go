@@ -361,25 +361,51 @@ func TestServeRestartEndsSessions(t *testing.T) {
 	}
 }
 
-// The network cut in the middle of a write leaves no torn file: the old
-// content stays.
+// The network cut in the middle of a write, or of a tree's copy in (which
+// the server unpacks as it comes), leaves no torn file: each file there
+// has its old content or the whole new one, and the call fails.
 func TestServeCutMidWriteLeavesNoTornFile(t *testing.T) {
-	f := serve(t, server.Config{})
-	p := newProxy(t, f.addr)
-	sb := f.connect(t, remote.Server{URL: "http://" + p.addr})
-	if err := sb.Write(bg, "f.bin", []byte("old")); err != nil {
-		t.Fatal(err)
-	}
-	p.cutAfter(4 << 20)
 	big := bytes.Repeat([]byte("n"), 32<<20)
-	if err := sb.Write(bg, "f.bin", big); err == nil {
-		t.Fatal("a 32 MiB write through a link cut after 4 MiB worked")
+	tree := t.TempDir()
+	for i := range 32 {
+		if err := os.WriteFile(fmt.Sprintf("%s/f%02d.bin", tree, i), big[:1<<20], 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var root string
-	f.roots.Range(func(k, _ any) bool { root = k.(string); return false })
-	got, err := os.ReadFile(root + "/f.bin")
-	if err != nil || string(got) != "old" {
-		t.Fatalf("after the cut the file is %d bytes (%v), want the old content", len(got), err)
+	for _, c := range []struct {
+		name  string
+		write func(sb *remote.Sandbox) error
+		files []string
+	}{
+		{"write", func(sb *remote.Sandbox) error { return sb.Write(bg, "f.bin", big) }, []string{"f.bin"}},
+		{"copy in", func(sb *remote.Sandbox) error { _, err := sb.CopyIn(bg, tree, "."); return err }, []string{"f00.bin", "f15.bin", "f31.bin"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := serve(t, server.Config{})
+			p := newProxy(t, f.addr)
+			sb := f.connect(t, remote.Server{URL: "http://" + p.addr})
+			for _, name := range c.files {
+				if err := sb.Write(bg, name, []byte("old")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.cutAfter(4 << 20)
+			if err := c.write(sb); err == nil {
+				t.Fatal("a transfer of 32 MiB through a link cut after 4 MiB worked")
+			}
+			var root string
+			f.roots.Range(func(k, _ any) bool { root = k.(string); return false })
+			ents, err := os.ReadDir(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				got, err := os.ReadFile(root + "/" + e.Name())
+				if err != nil || string(got) != "old" && !bytes.Equal(got, big[:len(got)]) || len(got) != 3 && len(got) != 1<<20 && len(got) != len(big) {
+					t.Errorf("after the cut %s is %d bytes (%v): torn", e.Name(), len(got), err)
+				}
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@
 package streamclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +83,8 @@ type clientOp struct {
 	res     chan wire.StreamResponse
 	data    []byte // read, glob
 	dataMax int
+	got     int        // data bytes received
+	sink    *dataQueue // pack: the data goes here instead, as it comes
 	// exec only:
 	stdout, stderr *wire.Inbox
 	stdin          *wire.Window
@@ -321,10 +324,15 @@ func (sc *Conn) deliver(f wire.Frame) error {
 		}
 	case wire.FrameData:
 		if op := sc.op(f.ID); op != nil {
-			if op.dataMax == 0 || len(op.data)+len(f.Payload) > op.dataMax {
+			if op.dataMax == 0 || op.got+len(f.Payload) > op.dataMax {
 				return fmt.Errorf("%w: unexpected data for operation %d", wire.ErrProtocol, f.ID)
 			}
-			op.data = append(op.data, f.Payload...)
+			op.got += len(f.Payload)
+			if op.sink != nil {
+				op.sink.put(f.Payload)
+			} else {
+				op.data = append(op.data, f.Payload...)
+			}
 		}
 	case wire.FrameStdout, wire.FrameStderr:
 		if op := sc.op(f.ID); op != nil {
@@ -405,7 +413,7 @@ func (sc *Conn) call(ctx context.Context, req wire.StreamRequest, dataMax int, c
 	if err != nil {
 		return wire.StreamResponse{}, nil, err
 	}
-	if req.Op == "write" || req.Op == "unpack" {
+	if req.Op == "write" {
 		if err := sc.fw.WriteData(wire.FrameData, id, content, wire.MaxFramePayload, true); err != nil {
 			sc.fail(fmt.Errorf("%w: %v", ErrLost, err))
 			return wire.StreamResponse{}, nil, sc.deadErr()
@@ -508,17 +516,124 @@ func (sc *Conn) Rename(ctx context.Context, from, to string) error {
 	return err
 }
 
-// Pack returns the regular files under dir changed after since (all when
-// zero) as one tar stream, read where the files are in one operation.
-func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time) ([]byte, error) {
-	_, data, err := sc.call(ctx, wire.StreamRequest{Op: "pack", Path: []byte(dir), Since: unixNano(since)}, sandbox.MaxFileSize, nil)
-	return data, err
+// Pack streams the regular files under dir changed after since (all when
+// zero) as one tar stream, read where the files are in one operation,
+// into consume as it comes (the reader ends when the server's answer
+// does; it fails with the server's error, or with consume's context).
+// What consume did before a failure stays done.
+func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time, consume func(io.Reader) error) error {
+	req := wire.StreamRequest{Op: "pack", Path: []byte(dir), Since: unixNano(since)}
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMS = max(1, time.Until(dl).Milliseconds())
+	}
+	q := newDataQueue()
+	op := &clientOp{dataMax: sandbox.MaxFileSize + packOverhead, sink: q}
+	id, err := sc.start(op, req)
+	if err != nil {
+		return err
+	}
+	answered := make(chan error, 1)
+	go func() {
+		res, err := sc.wait(ctx, id, op)
+		if err == nil && int64(op.got) != res.Size {
+			err = fmt.Errorf("%w: %d data bytes for a response of %d", wire.ErrProtocol, op.got, res.Size)
+		}
+		if ctx.Err() != nil {
+			_ = sc.fw.WriteFrame(wire.FrameCancel, id, nil)
+		}
+		q.end(err)
+		answered <- err
+	}()
+	cerr := consume(q)
+	q.end(errors.New("the copy stopped reading")) // a consumer that stopped early: drop the rest
+	if err := <-answered; err != nil {
+		return err
+	}
+	return cerr
 }
 
-// Unpack writes the files of the tar stream archive below dir, in one
-// operation, and says how many it wrote.
-func (sc *Conn) Unpack(ctx context.Context, dir string, archive []byte) (int, error) {
-	res, _, err := sc.call(ctx, wire.StreamRequest{Op: "unpack", Path: []byte(dir), Size: int64(len(archive))}, 0, archive)
+// packOverhead bounds a pack's tar headers beyond its content.
+const packOverhead = 64 << 20
+
+// dataQueue is an operation's data as a reader, filled as frames come.
+// put never blocks: the server's answer is bounded by the operation's
+// dataMax.
+type dataQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	chunks [][]byte
+	done   bool
+	err    error // io.EOF, or why the data stopped
+}
+
+func newDataQueue() *dataQueue {
+	q := &dataQueue{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *dataQueue) put(p []byte) {
+	q.mu.Lock()
+	if !q.done {
+		q.chunks = append(q.chunks, bytes.Clone(p))
+		q.cond.Signal()
+	}
+	q.mu.Unlock()
+}
+
+// end ends the data: with err (nil: all of it came), once.
+func (q *dataQueue) end(err error) {
+	q.mu.Lock()
+	if !q.done {
+		q.done, q.err = true, err
+		if err == nil {
+			q.err = io.EOF
+		} else {
+			q.chunks = nil
+		}
+		q.cond.Broadcast()
+	}
+	q.mu.Unlock()
+}
+
+func (q *dataQueue) Read(p []byte) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.chunks) == 0 && !q.done {
+		q.cond.Wait()
+	}
+	if len(q.chunks) == 0 {
+		return 0, q.err
+	}
+	n := copy(p, q.chunks[0])
+	if q.chunks[0] = q.chunks[0][n:]; len(q.chunks[0]) == 0 {
+		q.chunks = q.chunks[1:]
+	}
+	return n, nil
+}
+
+// Unpack writes the files of the tar stream r below dir, in one
+// operation, and says how many it wrote. The archive streams as the
+// operation's input, within the window the server credits, while the
+// server unpacks what came: r is read as the server takes it, never
+// held whole. An error of r ends the input early; the server then fails
+// on the archive cut short.
+func (sc *Conn) Unpack(ctx context.Context, dir string, r io.Reader) (int, error) {
+	req := wire.StreamRequest{Op: "unpack", Path: []byte(dir), Stdin: true}
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMS = max(1, time.Until(dl).Milliseconds())
+	}
+	op := &clientOp{stdin: wire.NewWindowSize(wire.UploadWindow)}
+	id, err := sc.start(op, req)
+	if err != nil {
+		return 0, err
+	}
+	defer op.stdin.Close() // the answer came (or the call is abandoned): stop sending
+	go sc.sendStdin(id, op.stdin, r)
+	res, err := sc.wait(ctx, id, op)
+	if ctx.Err() != nil {
+		_ = sc.fw.WriteFrame(wire.FrameCancel, id, nil) // the server stops unpacking
+	}
 	return res.Count, err
 }
 

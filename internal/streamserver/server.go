@@ -13,6 +13,7 @@
 package streamserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -193,9 +194,6 @@ func (s *Server) dispatch(f wire.Frame) error {
 		case wire.FrameType(f.Payload[0]) == wire.FrameData && uploads(o.req.Op) && !o.sealed && int64(len(o.data)) == o.req.Size:
 			o.sealed = true // the content is complete: nothing may follow
 			s.run(f.ID, o, func() wire.StreamResponse {
-				if o.req.Op == "unpack" {
-					return s.unpack(o)
-				}
 				return wire.StreamResponse{Err: wire.ToWire(s.b.Write(o.ctx, string(o.req.Path), o.data))}
 			})
 		case wire.FrameType(f.Payload[0]) == wire.FrameStdin && o.stdin != nil:
@@ -243,10 +241,17 @@ func (s *Server) request(f wire.Frame) error {
 	o := &op{req: req}
 	switch req.Op {
 	case "read", "stat", "glob", "list", "search", "mkdir", "remove", "rename", "pack", "changed":
-	case "write", "unpack":
+	case "write":
 		if req.Size < 0 || req.Size > sandbox.MaxFileSize {
 			return wire.ProtoErr("write of %d bytes", req.Size)
 		}
+	case "unpack":
+		// The archive streams as the operation's input, within its
+		// window, and is unpacked as it comes.
+		if !req.Stdin {
+			return wire.ProtoErr("unpack without its input stream")
+		}
+		o.stdin = wire.NewInboxSize(wire.UploadWindow)
 	case "exec":
 		o.stdout, o.stderr = wire.NewWindow(), wire.NewWindow()
 		if req.Stdin {
@@ -352,7 +357,7 @@ func (s *Server) request(f wire.Frame) error {
 			if !ok {
 				return wire.StreamResponse{Err: wire.ToWire(errNoTransfer)}
 			}
-			return s.answer(f.ID, func(w io.Writer) error { return t.Pack(o.ctx, string(req.Path), sinceOf(req), w) })
+			return s.stream(f.ID, func(w io.Writer) error { return t.Pack(o.ctx, string(req.Path), sinceOf(req), w) })
 		})
 	case "changed":
 		s.run(f.ID, o, func() wire.StreamResponse {
@@ -366,14 +371,17 @@ func (s *Server) request(f wire.Frame) error {
 			}
 			return s.answer(f.ID, func(w io.Writer) error { return wire.WriteListing(w, ents) })
 		})
-	case "write", "unpack":
+	case "unpack":
+		s.run(f.ID, o, func() wire.StreamResponse { return s.unpack(o, f.ID) })
+	case "write":
 		// The content follows; its close frame runs the operation.
 	}
 	return nil
 }
 
-// uploads reports the operations whose request is followed by content.
-func uploads(op string) bool { return op == "write" || op == "unpack" }
+// uploads reports the operations whose request is followed by content
+// as data frames.
+func uploads(op string) bool { return op == "write" }
 
 func sinceOf(req wire.StreamRequest) time.Time {
 	if req.Since == 0 {
@@ -382,15 +390,36 @@ func sinceOf(req wire.StreamRequest) time.Time {
 	return time.Unix(0, req.Since)
 }
 
-// unpack writes an uploaded archive into the backend.
-func (s *Server) unpack(o *op) wire.StreamResponse {
+// unpack writes the archive the client streams into the backend as it
+// comes; an input cut off (the stream ended) is an error, never a short
+// archive taken for a whole one.
+func (s *Server) unpack(o *op, id uint64) wire.StreamResponse {
+	defer o.stdin.Abort() // what the client still sends is dropped (and credited)
 	t, ok := s.b.(Transfer)
 	if !ok {
 		return wire.StreamResponse{Err: wire.ToWire(errNoTransfer)}
 	}
-	n, err := t.Unpack(o.ctx, string(o.req.Path), bytes.NewReader(o.data))
+	in := Stdio{ID: id, Stdin: o.stdin, W: s.fw}.Reader()
+	n, err := t.Unpack(o.ctx, string(o.req.Path), cutOff{in, o.stdin})
 	return wire.StreamResponse{Count: n, Err: wire.ToWire(err)}
 }
+
+// cutOff is a reader of an inbox that fails, rather than ends, once the
+// inbox was aborted.
+type cutOff struct {
+	io.Reader
+	q *wire.Inbox
+}
+
+func (c cutOff) Read(p []byte) (int, error) {
+	n, err := c.Reader.Read(p)
+	if err == io.EOF && c.q.Aborted() {
+		return n, errCutOff
+	}
+	return n, err
+}
+
+var errCutOff = errors.New("the archive's stream was cut off")
 
 // run answers operation id with what fn returns, from a goroutine of its
 // own, and forgets the operation. An error response carries no file
@@ -426,6 +455,40 @@ func (s *Server) tails(id uint64, res wire.StreamResponse) wire.StreamResponse {
 	}
 	res.StdoutTail, res.StderrTail = len(res.Stdout), len(res.Stderr)
 	return res
+}
+
+// stream sends what write writes as the operation's data while it is
+// written (a tree's archive: the client unpacks it as it comes), and the
+// response that counts it. After an error the data sent is void.
+func (s *Server) stream(id uint64, write func(io.Writer) error) wire.StreamResponse {
+	fw := &dataFrames{fw: s.fw, id: id}
+	bw := bufio.NewWriterSize(fw, streamChunk)
+	err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return wire.StreamResponse{Err: wire.ToWire(err)}
+	}
+	return wire.StreamResponse{Size: fw.n}
+}
+
+// streamChunk is the data frame size of a streamed answer.
+const streamChunk = 256 << 10
+
+// dataFrames sends each write as data frames of one operation.
+type dataFrames struct {
+	fw *wire.FrameWriter
+	id uint64
+	n  int64
+}
+
+func (d *dataFrames) Write(p []byte) (int, error) {
+	if err := d.fw.WriteData(wire.FrameData, d.id, p, wire.MaxFramePayload, false); err != nil {
+		return 0, err
+	}
+	d.n += int64(len(p))
+	return len(p), nil
 }
 
 // answer sends what write writes as the operation's data, and the

@@ -47,7 +47,7 @@ import (
 
 // StreamVersion is the stream protocol's version, sent in Hello. A host
 // and a helper of different versions do not talk.
-const StreamVersion = 2
+const StreamVersion = 3
 
 // Frame sizes.
 const (
@@ -59,6 +59,10 @@ const (
 	// StreamWindow is how many bytes of one command stream may be sent
 	// and not yet credited.
 	StreamWindow = 256 << 10
+	// UploadWindow is the window of an archive streamed as an
+	// operation's input (unpack): a tree's copy is bulk, and a window of
+	// a command's size would cap it at StreamWindow per round trip.
+	UploadWindow = 8 << 20
 )
 
 // FrameType says what a frame carries.
@@ -367,14 +371,19 @@ type StreamResponse struct {
 type Window struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
+	size    int
 	avail   int
 	closed  bool
 	refused bool
 }
 
 // NewWindow starts with StreamWindow bytes available.
-func NewWindow() *Window {
-	w := &Window{avail: StreamWindow}
+func NewWindow() *Window { return NewWindowSize(StreamWindow) }
+
+// NewWindowSize starts with size bytes available (a receiver must hold as
+// much: see NewInboxSize).
+func NewWindowSize(size int) *Window {
+	w := &Window{size: size, avail: size}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
@@ -400,7 +409,7 @@ func (w *Window) Take(want int) int {
 func (w *Window) Add(n int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.avail+n > StreamWindow {
+	if w.avail+n > w.size {
 		return ProtoErr("credit of %d bytes overflows the window", n)
 	}
 	w.avail += n
@@ -439,20 +448,24 @@ func (w *Window) Refused() bool {
 type Inbox struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
+	limit   int
 	chunks  [][]byte
 	held    int
 	closed  bool
 	aborted bool
 }
 
-// NewInbox makes an empty inbox.
-func NewInbox() *Inbox {
-	q := &Inbox{}
+// NewInbox makes an empty inbox for a sender's window of StreamWindow.
+func NewInbox() *Inbox { return NewInboxSize(StreamWindow) }
+
+// NewInboxSize makes an empty inbox for a sender's window of limit bytes.
+func NewInboxSize(limit int) *Inbox {
+	q := &Inbox{limit: limit}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
 
-// Put queues a copy of p. More than StreamWindow bytes held is a protocol
+// Put queues a copy of p. More than the inbox's limit held is a protocol
 // error: the sender ignored its window.
 func (q *Inbox) Put(p []byte) error {
 	q.mu.Lock()
@@ -463,8 +476,8 @@ func (q *Inbox) Put(p []byte) error {
 	if q.closed {
 		return ProtoErr("stream data after its close")
 	}
-	if q.held+len(p) > StreamWindow {
-		return ProtoErr("%d bytes sent over the window", q.held+len(p)-StreamWindow)
+	if q.held+len(p) > q.limit {
+		return ProtoErr("%d bytes sent over the window", q.held+len(p)-q.limit)
 	}
 	q.held += len(p)
 	q.chunks = append(q.chunks, bytes.Clone(p))
@@ -489,6 +502,13 @@ func (q *Inbox) Abort() {
 	q.chunks, q.held = nil, 0
 	q.cond.Broadcast()
 	q.mu.Unlock()
+}
+
+// Aborted reports whether Abort was called.
+func (q *Inbox) Aborted() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.aborted
 }
 
 // Next waits for the next chunk; false once the inbox has ended and is

@@ -19,8 +19,9 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
-// MaxTransferBytes bounds one CopyIn or CopyOut: the archive is held whole
-// on each side (a larger tree is copied in parts).
+// MaxTransferBytes bounds the content of one CopyIn or CopyOut (a larger
+// tree is copied in parts). The archive streams and is unpacked as it
+// comes.
 const MaxTransferBytes = sandbox.MaxFileSize
 
 // conn is the live session for a transfer, after the same checks as a
@@ -59,7 +60,7 @@ func (s *Sandbox) Changed(ctx context.Context, dir string, since time.Time) ([]s
 // copied). Each file is replaced atomically on the server; a failure
 // part-way leaves the files before it copied, and the count says how many.
 func (s *Sandbox) CopyIn(ctx context.Context, hostDir, dir string) (int, error) {
-	archive, err := packHost(hostDir)
+	ents, err := walkHost(hostDir)
 	if err != nil {
 		return 0, err
 	}
@@ -70,7 +71,20 @@ func (s *Sandbox) CopyIn(ctx context.Context, hostDir, dir string) (int, error) 
 	if err := c.Mkdir(ctx, rel); err != nil { // an empty tree is a directory there too
 		return 0, s.failed(err)
 	}
-	n, err := c.Unpack(ctx, rel, archive)
+	// The tree streams as it is read: reading here, sending and
+	// unpacking there overlap.
+	pr, pw := io.Pipe()
+	packed := make(chan error, 1)
+	go func() {
+		err := packHost(hostDir, ents, pw)
+		pw.CloseWithError(err)
+		packed <- err
+	}()
+	n, err := c.Unpack(ctx, rel, pr)
+	pr.Close() // a server that stopped early stops the packing too
+	if perr := <-packed; perr != nil && !errors.Is(perr, io.ErrClosedPipe) {
+		return n, perr
+	}
 	if err != nil {
 		return n, s.failed(err)
 	}
@@ -93,11 +107,18 @@ func (s *Sandbox) copyOut(ctx context.Context, dir, hostDir string, since time.T
 	if err != nil {
 		return 0, err
 	}
-	archive, err := c.Pack(ctx, rel, since)
+	// The archive is unpacked here as it comes: reading there, sending
+	// and writing here overlap.
+	var n int
+	err = c.Pack(ctx, rel, since, func(r io.Reader) error {
+		var err error
+		n, err = unpackHost(r, hostDir, skip)
+		return err
+	})
 	if err != nil {
-		return 0, s.failed(err)
+		return n, s.failed(err)
 	}
-	return unpackHost(archive, hostDir, skip)
+	return n, nil
 }
 
 func orDot(dir string) string {
@@ -107,20 +128,22 @@ func orDot(dir string) string {
 	return dir
 }
 
-// packHost is hostDir's regular files and directories as a tar stream
-// (the files read several at once).
-func packHost(hostDir string) ([]byte, error) {
+// hostEntry is one regular file or directory of a tree to copy in.
+type hostEntry struct {
+	name string // slash-separated, relative to the tree
+	info fs.FileInfo
+}
+
+// walkHost lists hostDir's regular files and directories (links,
+// devices and sockets are not copied), refusing a tree of more than
+// MaxTransferBytes.
+func walkHost(hostDir string) ([]hostEntry, error) {
 	root, err := os.OpenRoot(hostDir)
 	if err != nil {
 		return nil, fmt.Errorf("copy in: %w", err)
 	}
 	defer root.Close()
-	type entry struct {
-		name string
-		info fs.FileInfo
-		data []byte
-	}
-	var ents []entry
+	var ents []hostEntry
 	var total int64
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == "." {
@@ -131,64 +154,69 @@ func packHost(hostDir string) ([]byte, error) {
 			return err
 		}
 		if !d.IsDir() && !info.Mode().IsRegular() {
-			return nil // links, devices, sockets: not copied
+			return nil
 		}
 		if total += info.Size(); total > MaxTransferBytes {
 			return fmt.Errorf("%s holds more than %d bytes: %w: copy it in parts", hostDir, MaxTransferBytes, sandbox.ErrTooLarge)
 		}
-		ents = append(ents, entry{name: p, info: info})
+		ents = append(ents, hostEntry{name: p, info: info})
 		return nil
 	})
-	if err == nil {
-		err = treetar.Parallel(context.Background(), len(ents), hostWorkers, func(i int) error {
-			if ents[i].info.IsDir() {
-				return nil
-			}
-			var err error
-			ents[i].data, err = root.ReadFile(ents[i].name)
-			return err
-		})
-	}
-	// One buffer of about the stream's size: growing one by doubling
-	// costs a fresh copy of everything each time (and fresh memory costs
-	// page faults).
-	var buf bytes.Buffer
-	buf.Grow(int(min(total, MaxTransferBytes)) + len(ents)*tarEntryOverhead + 2*tarBlock)
-	tw := tar.NewWriter(&buf)
-	for _, e := range ents {
-		if err != nil {
-			break
-		}
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Size: int64(len(e.data)), Mode: int64(e.info.Mode().Perm()), ModTime: e.info.ModTime(), Format: tar.FormatPAX}
-		if e.info.IsDir() {
-			hdr.Typeflag, hdr.Name, hdr.Size = tar.TypeDir, e.name+"/", 0
-		}
-		if err = tw.WriteHeader(hdr); err == nil {
-			_, err = tw.Write(e.data)
-		}
-	}
-	if err == nil {
-		err = tw.Close()
-	}
 	if err != nil {
 		return nil, fmt.Errorf("copy in %s: %w", hostDir, err)
 	}
-	return buf.Bytes(), nil
+	return ents, nil
 }
 
-// tarBlock is a tar stream's unit; tarEntryOverhead is about what one
-// entry of packHost's adds to its content: a PAX header block and its
-// record, the header block, the content's padding.
-const (
-	tarBlock         = 512
-	tarEntryOverhead = 4 * tarBlock
-)
+// packHost writes ents of hostDir to w as a tar stream, the files read
+// hostWorkers at once, at most hostAhead ahead of the stream; each is
+// opened through an os.Root at hostDir, so none read is outside it.
+func packHost(hostDir string, ents []hostEntry, w io.Writer) error {
+	root, err := os.OpenRoot(hostDir)
+	if err != nil {
+		return fmt.Errorf("copy in: %w", err)
+	}
+	defer root.Close()
+	tw := tar.NewWriter(w)
+	for len(ents) > 0 {
+		chunk := ents[:min(hostAhead, len(ents))]
+		ents = ents[len(chunk):]
+		data := make([][]byte, len(chunk))
+		err := treetar.Parallel(context.Background(), len(chunk), hostWorkers, func(i int) error {
+			if chunk[i].info.IsDir() {
+				return nil
+			}
+			var err error
+			data[i], err = root.ReadFile(chunk[i].name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("copy in %s: %w", hostDir, err)
+		}
+		for i, e := range chunk {
+			hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Size: int64(len(data[i])), Mode: int64(e.info.Mode().Perm()), ModTime: e.info.ModTime(), Format: tar.FormatPAX}
+			if e.info.IsDir() {
+				hdr.Typeflag, hdr.Name, hdr.Size = tar.TypeDir, e.name+"/", 0
+			}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			if _, err := tw.Write(data[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// hostAhead bounds the files CopyIn reads ahead of its stream.
+const hostAhead = 64
 
 // unpackHost writes the regular files of archive below hostDir, through
 // an os.Root (a name leading out is refused by it), each via a temporary
 // file and a rename, several at once, with the stream's permission bits
 // and modification times.
-func unpackHost(archive []byte, hostDir string, skip func(name string) bool) (int, error) {
+func unpackHost(archive io.Reader, hostDir string, skip func(name string) bool) (int, error) {
 	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		return 0, fmt.Errorf("copy out: %w", err)
 	}
@@ -217,7 +245,7 @@ func unpackHost(archive []byte, hostDir string, skip func(name string) bool) (in
 		}
 		return nil
 	}
-	return treetar.Unpack(context.Background(), bytes.NewReader(archive), ".", treetar.Target{Mkdir: mkdir, Write: write, Workers: hostWorkers})
+	return treetar.Unpack(context.Background(), archive, ".", treetar.Target{Mkdir: mkdir, Write: write, Workers: hostWorkers})
 }
 
 // dirRoots holds an os.Root for each directory an unpack writes in, made
