@@ -376,11 +376,12 @@ func (s *FS) write(ctx context.Context, p string, r io.Reader, size, limit int64
 // at base in d, atomically: readers see the old file or the new, whole
 // and synced. The content goes to a file with no name (O_TMPFILE), so a
 // process killed while writing leaves nothing; once synced it is linked
-// in as a temporary name and renamed over base (a kill between the two
-// leaves that name, which sweepTemps removes later). Where the filesystem
-// has no unnamed files, the content goes to a named temporary file, as
-// where it cannot be linked (no /proc, no capability), copied from the
-// unnamed one.
+// in at base when nothing is there (a link never replaces: one step,
+// whole), else as a temporary name renamed over base (a kill between the
+// two leaves that name, which sweepTemps removes later). Where the
+// filesystem has no unnamed files, the content goes to a named temporary
+// file, as where it cannot be linked (no /proc, no capability), copied
+// from the unnamed one.
 func replace(d *os.Root, base string, r io.Reader, limit int64, mode fs.FileMode) error {
 	tmp := tmpPrefix + randomSuffix() + tmpSuffix
 	anon, err := openTemp(d)
@@ -388,6 +389,9 @@ func replace(d *os.Root, base string, r io.Reader, limit int64, mode fs.FileMode
 		defer anon.Close()
 		if err := copySynced(anon, r, limit, mode); err != nil {
 			return err
+		}
+		if linkTemp(d, anon, base) == nil {
+			return nil // base was new
 		}
 		if linkTemp(d, anon, tmp) != nil {
 			if _, err := anon.Seek(0, io.SeekStart); err != nil {
