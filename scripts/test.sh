@@ -51,8 +51,22 @@ echo "== staticcheck"
 staticcheck ./...
 GOARCH=arm64 staticcheck ./...
 
+# The README's build is static (the container helper runs in any image
+# only then): hutch check says nothing of the helper for it, and says
+# why for a plain build with the C compiler installed above.
 echo "== CGO_ENABLED=0 build"
-CGO_ENABLED=0 go build -o /dev/null ./cmd/hutch
+bin_dir=$(mktemp -d)
+CGO_ENABLED=0 go build -o "$bin_dir/hutch" ./cmd/hutch
+report=$("$bin_dir/hutch" check --json)
+if [[ $report == *container_helper_note* ]]; then
+  echo "the README's CGO_ENABLED=0 build is not static: the container helper would take the slow path"; exit 1
+fi
+go build -o "$bin_dir/hutch-cgo" ./cmd/hutch
+report=$("$bin_dir/hutch-cgo" check --json)
+if command -v cc >/dev/null && [[ $report != *'"container_helper_note":"container: hutch'*'dynamically linked'* ]]; then
+  echo "hutch check does not say that a cgo build's container helper is dynamically linked"; exit 1
+fi
+rm -rf "$bin_dir"
 
 # The container tier's live tests need a Docker engine and a local busybox
 # image (no registry is reachable): scripts/docker-up.sh installs docker.io

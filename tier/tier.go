@@ -181,6 +181,9 @@ func openContainer(ctx context.Context, cfg Config) (sandbox.Sandbox, error) {
 	if cfg.Policy == nil {
 		notes = sb.HardeningGaps() // FromPolicy's notes hold them already
 	}
+	if n := sb.HelperNote(); n != "" {
+		notes = append(notes, n)
+	}
 	if cfg.Note != nil {
 		for _, n := range notes {
 			cfg.Note(n)

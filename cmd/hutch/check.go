@@ -16,6 +16,7 @@ import (
 	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/sandbox/remote"
 	"github.com/hutchsandbox/hutch/tier"
@@ -50,9 +51,10 @@ whether it takes the token, what tier and policy it serves.`,
 			report := struct {
 				Tiers         []tier.Status       `json:"tiers"`
 				Layers        []isolated.Layer    `json:"isolation_layers"`
+				HelperNote    string              `json:"container_helper_note,omitempty"`
 				DefaultPolicy defaultPolicy       `json:"default_policy"`
 				Environment   sandbox.Environment `json:"environment"`
-			}{Tiers: tier.CheckAll(), Layers: isolated.Layers(),
+			}{Tiers: tier.CheckAll(), Layers: isolated.Layers(), HelperNote: container.DefaultHelperNote(),
 				DefaultPolicy: defaultPolicy{Processes: def.Limits.Processes, Memory: def.Limits.Memory, Summary: def.Summary()}}
 			sb, err := tier.Open(c.Context(), tier.Local, tier.Config{Root: root})
 			if err != nil {
@@ -71,6 +73,9 @@ whether it takes the token, what tier and policy it serves.`,
 					state = "not supported"
 				}
 				fmt.Fprintf(out, "%-10s %-14s %s\n", st.Tier, state, st.Reason)
+			}
+			if report.HelperNote != "" {
+				fmt.Fprintf(out, "note: %s\n", report.HelperNote)
 			}
 			fmt.Fprintln(out, "\nisolated tier layers:")
 			for _, l := range report.Layers {

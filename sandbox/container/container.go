@@ -204,6 +204,34 @@ func elfArch(p string) (arch string, static bool) {
 	return arch, static
 }
 
+// HelperNote says, before anything starts, when operations will not take
+// the helper's fast path everywhere, why, what it costs and the fix: no
+// helper at all, or a dynamically linked one (hutch built with cgo),
+// which runs only in an image with a matching C library. "" when the
+// helper is static, turned off on purpose, or on the engine's machine.
+// The fallback a helper that fails at start takes is in Mode.
+func (s *Sandbox) HelperNote() string {
+	const cost = "every operation is then one runtime exec (a read_file about 100x slower than through the helper)"
+	switch {
+	case s.o.NoHelper:
+		return ""
+	case s.helper == "":
+		return "container: no helper (" + s.noHelp + "): " + cost
+	case s.arch == "" && !s.o.Engine.remote():
+		return "container: hutch's helper " + s.helper + " is dynamically linked (built with cgo), so it runs only in images with a matching C library; elsewhere " + cost + ": build hutch static for the fast path in any image (CGO_ENABLED=0 go build ./cmd/hutch)"
+	}
+	return ""
+}
+
+// DefaultHelperNote is HelperNote for a sandbox of this program with a
+// local engine and no Helper set: what hutch check says of the container
+// tier's fast path.
+func DefaultHelperNote() string {
+	s := &Sandbox{}
+	s.helper, s.arch, s.noHelp, _ = chooseHelper(Options{})
+	return s.HelperNote()
+}
+
 // Root is the working directory inside the container.
 func (s *Sandbox) Root() string { return s.o.WorkDir }
 
