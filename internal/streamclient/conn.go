@@ -520,7 +520,8 @@ func (sc *Conn) Rename(ctx context.Context, from, to string) error {
 // zero) as one tar stream, read where the files are in one operation,
 // into consume as it comes (the reader ends when the server's answer
 // does; it fails with the server's error, or with consume's context).
-// What consume did before a failure stays done.
+// When consume fails, the server is told to stop and consume's error is
+// Pack's. What consume did before a failure stays done.
 func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time, consume func(io.Reader) error) error {
 	req := wire.StreamRequest{Op: "pack", Path: []byte(dir), Since: unixNano(since)}
 	if dl, ok := ctx.Deadline(); ok {
@@ -545,11 +546,15 @@ func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time, consume f
 		answered <- err
 	}()
 	cerr := consume(q)
-	q.end(errors.New("the copy stopped reading")) // a consumer that stopped early: drop the rest
-	if err := <-answered; err != nil {
-		return err
+	if cerr != nil {
+		_ = sc.fw.WriteFrame(wire.FrameCancel, id, nil) // the server stops packing
 	}
-	return cerr
+	q.end(errors.New("the copy stopped reading")) // a consumer that stopped early: drop the rest
+	err = <-answered
+	if cerr != nil {
+		return cerr // the consumer's failure, not the cancel's that followed it
+	}
+	return err
 }
 
 // packOverhead bounds a pack's tar headers beyond its content.

@@ -1,7 +1,9 @@
 package remote_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -152,5 +154,44 @@ func TestRunCopiesInAndBack(t *testing.T) {
 	}
 	if !slices.Equal(r.Blocked, []string{"refused.invalid:8080"}) {
 		t.Errorf("Blocked %q, stderr %q", r.Blocked, r.Stderr)
+	}
+}
+
+// A copy out that fails here — a directory where a file comes, a link in
+// the host folder leading out — fails with this side's error, writes
+// nothing outside the host folder, and leaves the session usable (the
+// server was told to stop packing).
+func TestCopyOutFailureHereIsTheCallsError(t *testing.T) {
+	sb := localServer(t)
+	defer sb.Close()
+	for _, name := range []string{"t/a.txt", "t/b/c.txt"} {
+		if err := sb.Write(bg, name, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		setup func(host, outside string) error
+		is    error
+	}{
+		{"a directory in the way", func(host, _ string) error { return os.Mkdir(filepath.Join(host, "a.txt"), 0o755) }, sandbox.ErrIsDir},
+		{"a link leading out", func(host, outside string) error { return os.Symlink(outside, filepath.Join(host, "b")) }, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			host, outside := t.TempDir(), t.TempDir()
+			if err := c.setup(host, outside); err != nil {
+				t.Fatal(err)
+			}
+			_, err := sb.CopyOut(bg, "t", host, time.Time{})
+			if err == nil || c.is != nil && !errors.Is(err, c.is) || errors.Is(err, context.Canceled) {
+				t.Errorf("CopyOut: %v, want this side's error (%v)", err, c.is)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+				t.Errorf("the copy wrote outside the host folder: %v", ents)
+			}
+			if _, err := sb.Read(bg, "t/a.txt"); err != nil {
+				t.Errorf("the session after the failed copy: %v", err)
+			}
+		})
 	}
 }
