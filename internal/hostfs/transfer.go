@@ -37,23 +37,11 @@ func (s *FS) PackHiding(ctx context.Context, dir string, since time.Time, hide f
 	}
 	tw := tar.NewWriter(w)
 	var total int64
-	for len(names) > 0 {
-		chunk := names[:min(packAhead, len(names))]
-		names = names[len(chunk):]
-		got := make([]packed, len(chunk))
-		err := treetar.Parallel(ctx, len(chunk), packWorkers, func(i int) error {
-			var err error
-			got[i], err = s.readAhead(ctx, chunk[i], since)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		for i, name := range chunk {
-			if err := s.packOne(ctx, tw, dir, name, got[i], since, &total); err != nil {
-				return err
-			}
-		}
+	err = treetar.InOrder(ctx, len(names), packAhead, packWorkers,
+		func(i int) (packed, error) { return s.readAhead(ctx, names[i], since) },
+		func(i int, p packed) error { return s.packOne(ctx, tw, dir, names[i], p, since, &total) })
+	if err != nil {
+		return err
 	}
 	return tw.Close()
 }

@@ -8,7 +8,6 @@
 package streamclient
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -83,8 +82,8 @@ type clientOp struct {
 	res     chan wire.StreamResponse
 	data    []byte // read, glob
 	dataMax int
-	got     int        // data bytes received
-	sink    *dataQueue // pack: the data goes here instead, as it comes
+	got     int         // data bytes received
+	sink    *wire.Inbox // pack: the data goes here instead, as it comes
 	// exec only:
 	stdout, stderr *wire.Inbox
 	stdin          *wire.Window
@@ -329,10 +328,9 @@ func (sc *Conn) deliver(f wire.Frame) error {
 			}
 			op.got += len(f.Payload)
 			if op.sink != nil {
-				op.sink.put(f.Payload)
-			} else {
-				op.data = append(op.data, f.Payload...)
+				return op.sink.Put(f.Payload)
 			}
+			op.data = append(op.data, f.Payload...)
 		}
 	case wire.FrameStdout, wire.FrameStderr:
 		if op := sc.op(f.ID); op != nil {
@@ -404,10 +402,7 @@ func (sc *Conn) wait(ctx context.Context, id uint64, op *clientOp) (wire.StreamR
 // call runs one file operation: the request, then (for a write) the
 // content, then the response.
 func (sc *Conn) call(ctx context.Context, req wire.StreamRequest, dataMax int, content []byte) (wire.StreamResponse, []byte, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		// The server holds the operation no longer than this side waits.
-		req.TimeoutMS = max(1, time.Until(dl).Milliseconds())
-	}
+	req = withDeadline(ctx, req)
 	op := &clientOp{dataMax: dataMax}
 	id, err := sc.start(op, req)
 	if err != nil {
@@ -523,12 +518,11 @@ func (sc *Conn) Rename(ctx context.Context, from, to string) error {
 // When consume fails, the server is told to stop and consume's error is
 // Pack's. What consume did before a failure stays done.
 func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time, consume func(io.Reader) error) error {
-	req := wire.StreamRequest{Op: "pack", Path: []byte(dir), Since: unixNano(since)}
-	if dl, ok := ctx.Deadline(); ok {
-		req.TimeoutMS = max(1, time.Until(dl).Milliseconds())
-	}
-	q := newDataQueue()
-	op := &clientOp{dataMax: sandbox.MaxFileSize + packOverhead, sink: q}
+	req := withDeadline(ctx, wire.StreamRequest{Op: "pack", Path: []byte(dir), Since: unixNano(since)})
+	op := &clientOp{dataMax: sandbox.MaxFileSize + packOverhead}
+	// No window: the answer is bounded by dataMax, as a read's is.
+	q := wire.NewInboxSize(op.dataMax)
+	op.sink = q
 	id, err := sc.start(op, req)
 	if err != nil {
 		return err
@@ -542,14 +536,18 @@ func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time, consume f
 		if ctx.Err() != nil {
 			_ = sc.fw.WriteFrame(wire.FrameCancel, id, nil)
 		}
-		q.end(err)
+		if err != nil {
+			q.Fail(err)
+		} else {
+			q.End()
+		}
 		answered <- err
 	}()
-	cerr := consume(q)
+	cerr := consume(q.Reader(nil))
 	if cerr != nil {
 		_ = sc.fw.WriteFrame(wire.FrameCancel, id, nil) // the server stops packing
 	}
-	q.end(errors.New("the copy stopped reading")) // a consumer that stopped early: drop the rest
+	q.Abort() // a consumer that stopped early: drop the rest
 	err = <-answered
 	if cerr != nil {
 		return cerr // the consumer's failure, not the cancel's that followed it
@@ -560,63 +558,6 @@ func (sc *Conn) Pack(ctx context.Context, dir string, since time.Time, consume f
 // packOverhead bounds a pack's tar headers beyond its content.
 const packOverhead = 64 << 20
 
-// dataQueue is an operation's data as a reader, filled as frames come.
-// put never blocks: the server's answer is bounded by the operation's
-// dataMax.
-type dataQueue struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	chunks [][]byte
-	done   bool
-	err    error // io.EOF, or why the data stopped
-}
-
-func newDataQueue() *dataQueue {
-	q := &dataQueue{}
-	q.cond = sync.NewCond(&q.mu)
-	return q
-}
-
-func (q *dataQueue) put(p []byte) {
-	q.mu.Lock()
-	if !q.done {
-		q.chunks = append(q.chunks, bytes.Clone(p))
-		q.cond.Signal()
-	}
-	q.mu.Unlock()
-}
-
-// end ends the data: with err (nil: all of it came), once.
-func (q *dataQueue) end(err error) {
-	q.mu.Lock()
-	if !q.done {
-		q.done, q.err = true, err
-		if err == nil {
-			q.err = io.EOF
-		} else {
-			q.chunks = nil
-		}
-		q.cond.Broadcast()
-	}
-	q.mu.Unlock()
-}
-
-func (q *dataQueue) Read(p []byte) (int, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.chunks) == 0 && !q.done {
-		q.cond.Wait()
-	}
-	if len(q.chunks) == 0 {
-		return 0, q.err
-	}
-	n := copy(p, q.chunks[0])
-	if q.chunks[0] = q.chunks[0][n:]; len(q.chunks[0]) == 0 {
-		q.chunks = q.chunks[1:]
-	}
-	return n, nil
-}
-
 // Unpack writes the files of the tar stream r below dir, in one
 // operation, and says how many it wrote. The archive streams as the
 // operation's input, within the window the server credits, while the
@@ -624,10 +565,7 @@ func (q *dataQueue) Read(p []byte) (int, error) {
 // held whole. An error of r ends the input early; the server then fails
 // on the archive cut short.
 func (sc *Conn) Unpack(ctx context.Context, dir string, r io.Reader) (int, error) {
-	req := wire.StreamRequest{Op: "unpack", Path: []byte(dir), Stdin: true}
-	if dl, ok := ctx.Deadline(); ok {
-		req.TimeoutMS = max(1, time.Until(dl).Milliseconds())
-	}
+	req := withDeadline(ctx, wire.StreamRequest{Op: "unpack", Path: []byte(dir), Stdin: true})
 	op := &clientOp{stdin: wire.NewWindowSize(wire.UploadWindow)}
 	id, err := sc.start(op, req)
 	if err != nil {
@@ -649,6 +587,15 @@ func (sc *Conn) Changed(ctx context.Context, dir string, since time.Time) ([]san
 		return nil, err
 	}
 	return wire.ReadListing(data)
+}
+
+// withDeadline is req carrying ctx's deadline, when it has one: the
+// server holds the operation no longer than this side waits.
+func withDeadline(ctx context.Context, req wire.StreamRequest) wire.StreamRequest {
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMS = max(1, time.Until(dl).Milliseconds())
+	}
+	return req
 }
 
 func unixNano(t time.Time) int64 {

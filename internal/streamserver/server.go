@@ -14,7 +14,6 @@ package streamserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -316,7 +315,7 @@ func (s *Server) request(f wire.Frame) error {
 			if err != nil {
 				return wire.StreamResponse{Err: wire.ToWire(err)}
 			}
-			return s.answer(f.ID, func(w io.Writer) error { _, err := w.Write(wire.JoinNames(files)); return err })
+			return s.stream(f.ID, func(w io.Writer) error { _, err := w.Write(wire.JoinNames(files)); return err })
 		})
 	case "list":
 		s.run(f.ID, o, func() wire.StreamResponse {
@@ -324,7 +323,7 @@ func (s *Server) request(f wire.Frame) error {
 			if err != nil {
 				return wire.StreamResponse{Err: wire.ToWire(err)}
 			}
-			return s.answer(f.ID, func(w io.Writer) error { return wire.WriteListing(w, ents) })
+			return s.stream(f.ID, func(w io.Writer) error { return wire.WriteListing(w, ents) })
 		})
 	case "search":
 		s.run(f.ID, o, func() wire.StreamResponse {
@@ -335,7 +334,7 @@ func (s *Server) request(f wire.Frame) error {
 			if err != nil {
 				return wire.StreamResponse{Err: wire.ToWire(err)}
 			}
-			return s.answer(f.ID, func(w io.Writer) error { return wire.WriteSearch(w, res) })
+			return s.stream(f.ID, func(w io.Writer) error { return wire.WriteSearch(w, res) })
 		})
 	case "mkdir", "remove", "rename":
 		s.run(f.ID, o, func() wire.StreamResponse { return wire.StreamResponse{Err: wire.ToWire(s.manage(o.ctx, req))} })
@@ -369,7 +368,7 @@ func (s *Server) request(f wire.Frame) error {
 			if err != nil {
 				return wire.StreamResponse{Err: wire.ToWire(err)}
 			}
-			return s.answer(f.ID, func(w io.Writer) error { return wire.WriteListing(w, ents) })
+			return s.stream(f.ID, func(w io.Writer) error { return wire.WriteListing(w, ents) })
 		})
 	case "unpack":
 		s.run(f.ID, o, func() wire.StreamResponse { return s.unpack(o, f.ID) })
@@ -399,27 +398,9 @@ func (s *Server) unpack(o *op, id uint64) wire.StreamResponse {
 	if !ok {
 		return wire.StreamResponse{Err: wire.ToWire(errNoTransfer)}
 	}
-	in := Stdio{ID: id, Stdin: o.stdin, W: s.fw}.Reader()
-	n, err := t.Unpack(o.ctx, string(o.req.Path), cutOff{in, o.stdin})
+	n, err := t.Unpack(o.ctx, string(o.req.Path), Stdio{ID: id, Stdin: o.stdin, W: s.fw}.Reader())
 	return wire.StreamResponse{Count: n, Err: wire.ToWire(err)}
 }
-
-// cutOff is a reader of an inbox that fails, rather than ends, once the
-// inbox was aborted.
-type cutOff struct {
-	io.Reader
-	q *wire.Inbox
-}
-
-func (c cutOff) Read(p []byte) (int, error) {
-	n, err := c.Reader.Read(p)
-	if err == io.EOF && c.q.Aborted() {
-		return n, errCutOff
-	}
-	return n, err
-}
-
-var errCutOff = errors.New("the archive's stream was cut off")
 
 // run answers operation id with what fn returns, from a goroutine of its
 // own, and forgets the operation. An error response carries no file
@@ -458,8 +439,9 @@ func (s *Server) tails(id uint64, res wire.StreamResponse) wire.StreamResponse {
 }
 
 // stream sends what write writes as the operation's data while it is
-// written (a tree's archive: the client unpacks it as it comes), and the
-// response that counts it. After an error the data sent is void.
+// written (in frames of up to streamChunk: a tree's archive is unpacked
+// as it comes), and the response that counts it. After an error the data
+// sent is void.
 func (s *Server) stream(id uint64, write func(io.Writer) error) wire.StreamResponse {
 	fw := &dataFrames{fw: s.fw, id: id}
 	bw := bufio.NewWriterSize(fw, streamChunk)
@@ -489,19 +471,6 @@ func (d *dataFrames) Write(p []byte) (int, error) {
 	}
 	d.n += int64(len(p))
 	return len(p), nil
-}
-
-// answer sends what write writes as the operation's data, and the
-// response that counts it.
-func (s *Server) answer(id uint64, write func(io.Writer) error) wire.StreamResponse {
-	var b bytes.Buffer
-	if err := write(&b); err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	if err := s.fw.WriteData(wire.FrameData, id, b.Bytes(), wire.MaxFramePayload, false); err != nil {
-		return wire.StreamResponse{Err: wire.ToWire(err)}
-	}
-	return wire.StreamResponse{Size: int64(b.Len())}
 }
 
 // manage is mkdir, remove and rename.

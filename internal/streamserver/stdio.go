@@ -113,29 +113,12 @@ func (w *Output) Write(p []byte) (int, error) {
 }
 
 // Reader is the client's input as an io.Reader (nil when the request
-// sends none), each chunk credited back once read.
+// sends none), each chunk credited back once read (see wire.Inbox.Reader).
 func (sio Stdio) Reader() io.Reader {
 	if sio.Stdin == nil {
 		return nil
 	}
-	return &inboxReader{io: sio}
-}
-
-type inboxReader struct {
-	io   Stdio
-	rest []byte
-}
-
-func (r *inboxReader) Read(p []byte) (int, error) {
-	if len(r.rest) == 0 {
-		chunk, ok := r.io.Stdin.Next()
-		if !ok {
-			return 0, io.EOF
-		}
-		_ = r.io.W.WriteFrame(wire.FrameCredit, r.io.ID, wire.CreditPayload(wire.FrameStdin, len(chunk)))
-		r.rest = chunk
-	}
-	n := copy(p, r.rest)
-	r.rest = r.rest[n:]
-	return n, nil
+	return sio.Stdin.Reader(func(n int) {
+		_ = sio.W.WriteFrame(wire.FrameCredit, sio.ID, wire.CreditPayload(wire.FrameStdin, n))
+	})
 }

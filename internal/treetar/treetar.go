@@ -192,6 +192,30 @@ func interleaved(files []File) []int {
 	return order
 }
 
+// InOrder reads items 0..n-1 workers at once, at most ahead of the one
+// being emitted, and emits each in order: the read-ahead of a stream
+// written in order (a tree's archive). It stops at the first error.
+func InOrder[T any](ctx context.Context, n, ahead, workers int, read func(i int) (T, error), emit func(i int, v T) error) error {
+	got := make([]T, min(ahead, n))
+	for start := 0; start < n; start += len(got) {
+		chunk := got[:min(len(got), n-start)]
+		if err := Parallel(ctx, len(chunk), workers, func(i int) error {
+			var err error
+			chunk[i], err = read(start + i)
+			return err
+		}); err != nil {
+			return err
+		}
+		for i, v := range chunk {
+			if err := emit(start+i, v); err != nil {
+				return err
+			}
+		}
+		clear(chunk) // what was emitted is not held
+	}
+	return nil
+}
+
 // Parallel calls fn(0..n-1) from at most workers goroutines and returns
 // the first error (the others then stop taking work).
 func Parallel(ctx context.Context, n, workers int, fn func(i int) error) error {

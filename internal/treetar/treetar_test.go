@@ -188,3 +188,38 @@ func TestUnpackKeepsTheStreamOrder(t *testing.T) {
 		})
 	}
 }
+
+// InOrder emits every item in order, reads none more than ahead past the
+// ones emitted, and stops at the first error without emitting the items
+// read with it.
+func TestInOrderReadsAheadAndEmitsInOrder(t *testing.T) {
+	var mu sync.Mutex
+	emitted := 0
+	read := func(i int) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if i >= emitted+3 {
+			t.Errorf("read %d with %d emitted: more than 3 ahead", i, emitted)
+		}
+		if i == 7 {
+			return 0, errors.New("item 7")
+		}
+		return i * i, nil
+	}
+	emit := func(i, v int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if i != emitted || v != i*i {
+			t.Errorf("emit(%d, %d) after %d emitted", i, v, emitted)
+		}
+		emitted++
+		return nil
+	}
+	if err := treetar.InOrder(context.Background(), 7, 3, 2, read, emit); err != nil || emitted != 7 {
+		t.Fatalf("7 items: %v, %d emitted", err, emitted)
+	}
+	emitted = 0
+	if err := treetar.InOrder(context.Background(), 10, 3, 2, read, emit); err == nil || err.Error() != "item 7" || emitted != 6 {
+		t.Fatalf("an error at item 7: %v, %d emitted (want 6: the chunk of 6-8 fails)", err, emitted)
+	}
+}

@@ -453,6 +453,7 @@ type Inbox struct {
 	held    int
 	closed  bool
 	aborted bool
+	err     error // what Reader returns once aborted
 }
 
 // NewInbox makes an empty inbox for a sender's window of StreamWindow.
@@ -494,21 +495,60 @@ func (q *Inbox) End() {
 	q.mu.Unlock()
 }
 
+// ErrCut is what an aborted inbox's Reader returns: the stream was cut
+// off before its end.
+var ErrCut = errors.New("the stream was cut off before its end")
+
 // Abort drops what is queued and everything put later: the consumer is
-// gone. Next returns false from then on.
-func (q *Inbox) Abort() {
+// gone, or the stream. Next returns false from then on, and Reader
+// ErrCut.
+func (q *Inbox) Abort() { q.Fail(ErrCut) }
+
+// Fail is Abort with err as what Reader returns.
+func (q *Inbox) Fail(err error) {
 	q.mu.Lock()
-	q.closed, q.aborted = true, true
-	q.chunks, q.held = nil, 0
-	q.cond.Broadcast()
+	if !q.aborted {
+		q.closed, q.aborted, q.err = true, true, err
+		q.chunks, q.held = nil, 0
+		q.cond.Broadcast()
+	}
 	q.mu.Unlock()
 }
 
-// Aborted reports whether Abort was called.
-func (q *Inbox) Aborted() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.aborted
+// Reader reads the inbox's chunks in order, for one consumer, calling
+// taken (when not nil) with each chunk's length as it takes it (the
+// sender's credit). It ends with io.EOF once the inbox has ended, and
+// with the inbox's failure once it was aborted: a stream cut off is an
+// error, never a short stream taken for a whole one.
+func (q *Inbox) Reader(taken func(n int)) io.Reader {
+	return &inboxReader{q: q, taken: taken}
+}
+
+type inboxReader struct {
+	q     *Inbox
+	taken func(int)
+	rest  []byte
+}
+
+func (r *inboxReader) Read(p []byte) (int, error) {
+	if len(r.rest) == 0 {
+		chunk, ok := r.q.Next()
+		if !ok {
+			r.q.mu.Lock()
+			defer r.q.mu.Unlock()
+			if r.q.aborted {
+				return 0, r.q.err
+			}
+			return 0, io.EOF
+		}
+		if r.taken != nil {
+			r.taken(len(chunk))
+		}
+		r.rest = chunk
+	}
+	n := copy(p, r.rest)
+	r.rest = r.rest[n:]
+	return n, nil
 }
 
 // Next waits for the next chunk; false once the inbox has ended and is

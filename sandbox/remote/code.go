@@ -55,20 +55,9 @@ func (s *Sandbox) RunCode(ctx context.Context, cmd sandbox.Command, hostRun stri
 			return sandbox.Result{}, fmt.Errorf("copying mount %s in: %w", m.Name, err)
 		}
 	}
-	// What changes after the newest file now there (the server's clock:
-	// no skew between the machines) is the command's doing.
-	var mark time.Time
-	fis, err := s.Changed(ctx, rel, time.Time{})
+	mark, err := s.mark(ctx, rel)
 	if err != nil {
 		return sandbox.Result{}, err
-	}
-	for _, fi := range fis {
-		if fi.ModTime.After(mark) {
-			mark = fi.ModTime
-		}
-	}
-	if mark.IsZero() {
-		mark = time.Unix(0, 1)
 	}
 	res, err := s.Exec(ctx, rewriteRun(cmd, filepath.Clean(hostRun), remoteRun))
 	if err != nil {

@@ -178,33 +178,26 @@ func packHost(hostDir string, ents []hostEntry, w io.Writer) error {
 	}
 	defer root.Close()
 	tw := tar.NewWriter(w)
-	for len(ents) > 0 {
-		chunk := ents[:min(hostAhead, len(ents))]
-		ents = ents[len(chunk):]
-		data := make([][]byte, len(chunk))
-		err := treetar.Parallel(context.Background(), len(chunk), hostWorkers, func(i int) error {
-			if chunk[i].info.IsDir() {
-				return nil
-			}
-			var err error
-			data[i], err = root.ReadFile(chunk[i].name)
+	read := func(i int) ([]byte, error) {
+		if ents[i].info.IsDir() {
+			return nil, nil
+		}
+		return root.ReadFile(ents[i].name)
+	}
+	emit := func(i int, data []byte) error {
+		e := ents[i]
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Size: int64(len(data)), Mode: int64(e.info.Mode().Perm()), ModTime: e.info.ModTime(), Format: tar.FormatPAX}
+		if e.info.IsDir() {
+			hdr.Typeflag, hdr.Name, hdr.Size = tar.TypeDir, e.name+"/", 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("copy in %s: %w", hostDir, err)
 		}
-		for i, e := range chunk {
-			hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Size: int64(len(data[i])), Mode: int64(e.info.Mode().Perm()), ModTime: e.info.ModTime(), Format: tar.FormatPAX}
-			if e.info.IsDir() {
-				hdr.Typeflag, hdr.Name, hdr.Size = tar.TypeDir, e.name+"/", 0
-			}
-			if err := tw.WriteHeader(hdr); err != nil {
-				return err
-			}
-			if _, err := tw.Write(data[i]); err != nil {
-				return err
-			}
-		}
+		_, err := tw.Write(data)
+		return err
+	}
+	if err := treetar.InOrder(context.Background(), len(ents), hostAhead, hostWorkers, read, emit); err != nil {
+		return fmt.Errorf("copy in %s: %w", hostDir, err)
 	}
 	return tw.Close()
 }
@@ -309,6 +302,23 @@ func writeVia(root *os.Root, name string, r io.Reader, mode fs.FileMode) error {
 	return err
 }
 
+// mark is the time after which what changes under dir is a command's
+// doing: the newest modification time there now, by the server's clock
+// (no skew between the machines); for an empty dir, any time at all.
+func (s *Sandbox) mark(ctx context.Context, dir string) (time.Time, error) {
+	fis, err := s.Changed(ctx, dir, time.Time{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	mark := time.Unix(0, 1) // everything there will be new
+	for _, fi := range fis {
+		if fi.ModTime.After(mark) {
+			mark = fi.ModTime
+		}
+	}
+	return mark, nil
+}
+
 // Mount is a host directory a Run copies into the sandbox before its
 // command (at Dir, root-relative), and, when Writable, whose files the
 // command created or changed are copied back after it.
@@ -340,16 +350,8 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command, mounts []Mount) 
 		if err != nil {
 			return sandbox.Result{}, c, err
 		}
-		// What changes after the newest file now there (the server's
-		// clock, so no skew between the machines) is the run's doing.
-		fis, err := s.Changed(ctx, m.Dir, time.Time{})
-		if err != nil {
+		if marks[i], err = s.mark(ctx, m.Dir); err != nil {
 			return sandbox.Result{}, c, err
-		}
-		for _, fi := range fis {
-			if fi.ModTime.After(marks[i]) {
-				marks[i] = fi.ModTime
-			}
 		}
 	}
 	res, err := s.Exec(ctx, cmd)
@@ -360,11 +362,7 @@ func (s *Sandbox) Run(ctx context.Context, cmd sandbox.Command, mounts []Mount) 
 		if !m.Writable {
 			continue
 		}
-		since := marks[i]
-		if since.IsZero() {
-			since = time.Unix(0, 1) // everything there is new
-		}
-		n, err := s.CopyOut(ctx, m.Dir, m.Host, since)
+		n, err := s.CopyOut(ctx, m.Dir, m.Host, marks[i])
 		c.Back += n
 		if err != nil {
 			return res, c, err
