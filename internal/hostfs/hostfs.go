@@ -338,12 +338,15 @@ func (s *FS) write(ctx context.Context, p string, r io.Reader, size, limit int64
 	if dir == "" {
 		dir = "."
 	}
-	if err := s.root.MkdirAll(dir, 0o755); err != nil {
-		return mapErr("write", p, err)
-	}
-	// Pin the directory: the temporary file, the rename and any clean-up
-	// all happen in this one directory even if its path is swapped.
+	// Pin the directory (made first when missing): the temporary file,
+	// the rename and any clean-up all happen in this one directory even
+	// if its path is swapped.
 	d, err := s.root.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = s.root.MkdirAll(dir, 0o755); err == nil {
+			d, err = s.root.OpenRoot(dir)
+		}
+	}
 	if err != nil {
 		return mapErr("write", p, err)
 	}
@@ -384,16 +387,21 @@ func (s *FS) write(ctx context.Context, p string, r io.Reader, size, limit int64
 // from the unnamed one.
 func replace(d *os.Root, base string, r io.Reader, limit int64, mode fs.FileMode) error {
 	tmp := tmpPrefix + randomSuffix() + tmpSuffix
-	anon, err := openTemp(d)
+	dir, err := d.Open(".")
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	anon, err := openTemp(dir)
 	if err == nil {
 		defer anon.Close()
 		if err := copySynced(anon, r, limit, mode); err != nil {
 			return err
 		}
-		if linkTemp(d, anon, base) == nil {
+		if linkTemp(dir, anon, base) == nil {
 			return nil // base was new
 		}
-		if linkTemp(d, anon, tmp) != nil {
+		if linkTemp(dir, anon, tmp) != nil {
 			if _, err := anon.Seek(0, io.SeekStart); err != nil {
 				return err
 			}

@@ -10,10 +10,10 @@ import (
 
 // openAnon is Linux's O_TMPFILE, which this system lacks: Write names its
 // temporary files.
-func openAnon(*os.Root) (*os.File, error) { return nil, errors.ErrUnsupported }
+func openAnon(*os.File) (*os.File, error) { return nil, errors.ErrUnsupported }
 
 // linkAnon is never called here (openAnon always fails).
-func linkAnon(*os.Root, *os.File, string) error { return errors.ErrUnsupported }
+func linkAnon(_, _ *os.File, _ string) error { return errors.ErrUnsupported }
 
 // fileOwner is the user owning fi's file.
 func fileOwner(fi os.FileInfo) (int, bool) {

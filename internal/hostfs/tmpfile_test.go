@@ -18,8 +18,8 @@ func TestWriteFallsBackToANamedTemporaryFile(t *testing.T) {
 		name string
 		set  func()
 	}{
-		{"no unnamed files", func() { openTemp = func(*os.Root) (*os.File, error) { return nil, fail } }},
-		{"no link", func() { linkTemp = func(*os.Root, *os.File, string) error { return fail } }},
+		{"no unnamed files", func() { openTemp = func(*os.File) (*os.File, error) { return nil, fail } }},
+		{"no link", func() { linkTemp = func(_, _ *os.File, _ string) error { return fail } }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, l := openTemp, linkTemp

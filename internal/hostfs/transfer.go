@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -35,7 +36,8 @@ func (s *FS) PackHiding(ctx context.Context, dir string, since time.Time, hide f
 	if hide != nil {
 		names = slices.DeleteFunc(names, hide)
 	}
-	tw := tar.NewWriter(w)
+	bw := bufio.NewWriterSize(w, packBuffer) // whole chunks to a pipe, not a write per header
+	tw := tar.NewWriter(bw)
 	var total int64
 	err = treetar.InOrder(ctx, len(names), packAhead, packWorkers,
 		func(i int) (packed, error) { return s.readAhead(ctx, names[i], since) },
@@ -43,15 +45,19 @@ func (s *FS) PackHiding(ctx context.Context, dir string, since time.Time, hide f
 	if err != nil {
 		return err
 	}
-	return tw.Close()
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // Pack's read-ahead: how many files, how big one may be, how many reads
-// at once.
+// at once; and how much of the stream it writes at once.
 const (
 	packAhead   = 64
 	packSmall   = 1 << 20
 	packWorkers = 16
+	packBuffer  = 64 << 10
 )
 
 // packed is what Pack read ahead of one name.

@@ -133,3 +133,31 @@ func TestPackCarriesEveryRegularFile(t *testing.T) {
 		t.Errorf("since: more than the one changed file (%v)", err)
 	}
 }
+
+// writeSizes records the size of each write.
+type writeSizes []int
+
+func (w *writeSizes) Write(p []byte) (int, error) { *w = append(*w, len(p)); return len(p), nil }
+
+// Pack writes its stream in whole chunks, not a write per header and per
+// file: a session's pack goes through a pipe, a write a system call.
+func TestPackWritesWholeChunks(t *testing.T) {
+	root := t.TempDir()
+	transferTree(t, root, 300, 700)
+	s, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w writeSizes
+	if err := s.Pack(context.Background(), ".", time.Time{}, &w); err != nil {
+		t.Fatal(err)
+	}
+	if len(w) < 2 {
+		t.Fatalf("%d writes: %v", len(w), w)
+	}
+	for i, n := range w[:len(w)-1] {
+		if n != packBuffer {
+			t.Fatalf("write %d of %d is %d bytes, want %d", i, len(w), n, packBuffer)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package treetar
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -67,10 +68,12 @@ type Target struct {
 	Workers int
 }
 
-// batchBytes and batchFiles bound what Unpack holds before writing.
+// batchBytes and batchFiles bound what Unpack holds before writing;
+// readBuffer is how much of the stream it reads at once.
 const (
 	batchBytes = 16 << 20
 	batchFiles = 256
+	readBuffer = 64 << 10
 )
 
 // Unpack writes the directories and regular files of the tar stream r
@@ -111,7 +114,9 @@ func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error)
 		}
 		return false
 	}
-	tr := tar.NewReader(r)
+	// Headers are read 512 bytes at a time: buffered, a pipe or a
+	// stream's inbox is read in chunks, not a call per header.
+	tr := tar.NewReader(bufio.NewReaderSize(r, readBuffer))
 	var total int64
 	for {
 		hdr, err := tr.Next()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"strings"
 	"sync"
@@ -221,5 +222,32 @@ func TestInOrderReadsAheadAndEmitsInOrder(t *testing.T) {
 	emitted = 0
 	if err := treetar.InOrder(context.Background(), 10, 3, 2, read, emit); err == nil || err.Error() != "item 7" || emitted != 6 {
 		t.Fatalf("an error at item 7: %v, %d emitted (want 6: the chunk of 6-8 fails)", err, emitted)
+	}
+}
+
+// readCounter counts the reads of its reader.
+type readCounter struct {
+	r     *bytes.Reader
+	reads int
+}
+
+func (c *readCounter) Read(p []byte) (int, error) { c.reads++; return c.r.Read(p) }
+
+// Unpack reads its stream in chunks, not a read per header or per file:
+// each read of a pipe or an inbox is a system call or a handoff.
+func TestUnpackReadsTheStreamInChunks(t *testing.T) {
+	var es []entry
+	for i := range 500 {
+		es = append(es, entry{name: fmt.Sprintf("d%d/f%d", i%10, i), body: strings.Repeat("x", 100)})
+	}
+	archive := stream(t, es...)
+	var rec recorder
+	c := &readCounter{r: bytes.NewReader(archive)}
+	n, err := treetar.Unpack(context.Background(), c, ".", rec.target())
+	if err != nil || n != 500 {
+		t.Fatalf("unpacked %d: %v", n, err)
+	}
+	if most := len(archive)/(32<<10) + 2; c.reads > most {
+		t.Errorf("%d reads of a %d byte stream, want at most %d", c.reads, len(archive), most)
 	}
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/streamclient"
 	"github.com/hutchsandbox/hutch/internal/treetar"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -177,7 +179,10 @@ func packHost(hostDir string, ents []hostEntry, w io.Writer) error {
 		return fmt.Errorf("copy in: %w", err)
 	}
 	defer root.Close()
-	tw := tar.NewWriter(w)
+	// Whole chunks to the stream, not a write per header and per file:
+	// each write is a frame and a credit on the way.
+	bw := bufio.NewWriterSize(w, wire.StreamChunk)
+	tw := tar.NewWriter(bw)
 	read := func(i int) ([]byte, error) {
 		if ents[i].info.IsDir() {
 			return nil, nil
@@ -199,7 +204,10 @@ func packHost(hostDir string, ents []hostEntry, w io.Writer) error {
 	if err := treetar.InOrder(context.Background(), len(ents), hostAhead, hostWorkers, read, emit); err != nil {
 		return fmt.Errorf("copy in %s: %w", hostDir, err)
 	}
-	return tw.Close()
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // hostAhead bounds the files CopyIn reads ahead of its stream.
