@@ -311,16 +311,8 @@ func p50(n int, fn func() error) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	ds := make([]time.Duration, n)
-	for i := range ds {
-		begin := time.Now()
-		if err := fn(); err != nil {
-			return 0, err
-		}
-		ds[i] = time.Since(begin)
-	}
-	slices.Sort(ds)
-	return ds[n/2].Round(time.Microsecond), nil
+	d, err := median(n, func(int) error { return fn() })
+	return d.Round(time.Microsecond), err
 }
 
 func makeTree(dir string, files, size int) ([]string, error) {

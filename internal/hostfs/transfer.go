@@ -2,7 +2,6 @@ package hostfs
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -36,19 +35,12 @@ func (s *FS) PackHiding(ctx context.Context, dir string, since time.Time, hide f
 	if hide != nil {
 		names = slices.DeleteFunc(names, hide)
 	}
-	bw := bufio.NewWriterSize(w, packBuffer) // whole chunks to a pipe, not a write per header
-	tw := tar.NewWriter(bw)
 	var total int64
-	err = treetar.InOrder(ctx, len(names), packAhead, packWorkers,
-		func(i int) (packed, error) { return s.readAhead(ctx, names[i], since) },
-		func(i int, p packed) error { return s.packOne(ctx, tw, dir, names[i], p, since, &total) })
-	if err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return treetar.Write(w, packBuffer, func(tw *tar.Writer) error {
+		return treetar.InOrder(ctx, len(names), packAhead, packWorkers,
+			func(i int) (packed, error) { return s.readAhead(ctx, names[i], since) },
+			func(i int, p packed) error { return s.packOne(ctx, tw, dir, names[i], p, since, &total) })
+	})
 }
 
 // Pack's read-ahead: how many files, how big one may be, how many reads

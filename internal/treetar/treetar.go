@@ -197,6 +197,21 @@ func interleaved(files []File) []int {
 	return order
 }
 
+// Write writes the tar stream that fill makes to w in chunks of size
+// bytes (a write to a pipe or a stream is a system call or a frame, not
+// one per header and per file), then its end.
+func Write(w io.Writer, size int, fill func(tw *tar.Writer) error) error {
+	bw := bufio.NewWriterSize(w, size)
+	tw := tar.NewWriter(bw)
+	if err := fill(tw); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
 // InOrder reads items 0..n-1 workers at once, at most ahead of the one
 // being emitted, and emits each in order: the read-ahead of a stream
 // written in order (a tree's archive). It stops at the first error.

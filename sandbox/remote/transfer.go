@@ -2,7 +2,6 @@ package remote
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -179,35 +178,31 @@ func packHost(hostDir string, ents []hostEntry, w io.Writer) error {
 		return fmt.Errorf("copy in: %w", err)
 	}
 	defer root.Close()
-	// Whole chunks to the stream, not a write per header and per file:
-	// each write is a frame and a credit on the way.
-	bw := bufio.NewWriterSize(w, wire.StreamChunk)
-	tw := tar.NewWriter(bw)
 	read := func(i int) ([]byte, error) {
 		if ents[i].info.IsDir() {
 			return nil, nil
 		}
 		return root.ReadFile(ents[i].name)
 	}
-	emit := func(i int, data []byte) error {
-		e := ents[i]
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Size: int64(len(data)), Mode: int64(e.info.Mode().Perm()), ModTime: e.info.ModTime(), Format: tar.FormatPAX}
-		if e.info.IsDir() {
-			hdr.Typeflag, hdr.Name, hdr.Size = tar.TypeDir, e.name+"/", 0
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
+	// Whole chunks to the stream: each write is a frame and a credit.
+	return treetar.Write(w, wire.StreamChunk, func(tw *tar.Writer) error {
+		emit := func(i int, data []byte) error {
+			e := ents[i]
+			hdr := &tar.Header{Typeflag: tar.TypeReg, Name: e.name, Size: int64(len(data)), Mode: int64(e.info.Mode().Perm()), ModTime: e.info.ModTime(), Format: tar.FormatPAX}
+			if e.info.IsDir() {
+				hdr.Typeflag, hdr.Name, hdr.Size = tar.TypeDir, e.name+"/", 0
+			}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			_, err := tw.Write(data)
 			return err
 		}
-		_, err := tw.Write(data)
-		return err
-	}
-	if err := treetar.InOrder(context.Background(), len(ents), hostAhead, hostWorkers, read, emit); err != nil {
-		return fmt.Errorf("copy in %s: %w", hostDir, err)
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return bw.Flush()
+		if err := treetar.InOrder(context.Background(), len(ents), hostAhead, hostWorkers, read, emit); err != nil {
+			return fmt.Errorf("copy in %s: %w", hostDir, err)
+		}
+		return nil
+	})
 }
 
 // hostAhead bounds the files CopyIn reads ahead of its stream.
