@@ -23,6 +23,12 @@ type Narrowing struct {
 	Write []string `json:"write,omitempty"`
 	// Deny is added to the base's.
 	Deny []string `json:"deny,omitempty"`
+	// Protect is added to the base's protected paths (Policy.Protect).
+	Protect []string `json:"protect,omitempty"`
+	// Unprotect may not lift any protection the base keeps: an entry
+	// that names a protected path of the base is refused (a widening);
+	// one the base does not protect anyway changes nothing.
+	Unprotect []string `json:"unprotect,omitempty"`
 	// Network, when set, is none, or allow with Hosts (each listed in
 	// the base's allow-list, or any host when the base's network is
 	// all), or all (only when the base's is all).
@@ -39,7 +45,7 @@ type Narrowing struct {
 
 // IsZero reports whether n asks nothing.
 func (n Narrowing) IsZero() bool {
-	return len(n.Read) == 0 && len(n.Write) == 0 && len(n.Deny) == 0 && n.Network == "" && len(n.Hosts) == 0 &&
+	return len(n.Read) == 0 && len(n.Write) == 0 && len(n.Deny) == 0 && len(n.Protect) == 0 && len(n.Unprotect) == 0 && n.Network == "" && len(n.Hosts) == 0 &&
 		len(n.DenyHosts) == 0 && n.Timeout == 0 && n.Limits == (Limits{})
 }
 
@@ -90,6 +96,21 @@ func (p Policy) Narrow(n Narrowing) (Policy, error) {
 	}
 	out.Deny = union(base.Deny, deny)
 	out.DenyHosts = union(base.DenyHosts, n.DenyHosts)
+	protect, err := checkProtected("protect", n.Protect)
+	if err != nil {
+		return Policy{}, err
+	}
+	out.Protect = union(base.Protect, protect)
+	unprotect, err := checkProtected("unprotect", n.Unprotect)
+	if err != nil {
+		return Policy{}, err
+	}
+	kept := base.Protected()
+	for _, u := range unprotect {
+		if i := slices.IndexFunc(kept, func(e string) bool { return within(e, u) }); i >= 0 {
+			return widen("unprotect %s: the server's policy keeps %s read-only", ShowPath(u), ShowPath(kept[i]))
+		}
+	}
 	switch net := n.Network; {
 	case net == "" && len(n.Hosts) == 0:
 	case net == NetworkNone && len(n.Hosts) == 0:

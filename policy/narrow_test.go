@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,10 @@ func TestNarrowNeverWidens(t *testing.T) {
 		{"more processes", policy.Narrowing{Limits: policy.Limits{Processes: 1000}}, "processes", policy.ErrWiden},
 		{"unlimited processes", policy.Narrowing{Limits: policy.Limits{Processes: policy.Unlimited}}, "unlimited", policy.ErrConfig},
 		{"a file size where the base has none", policy.Narrowing{Limits: policy.Limits{FileSize: 1 << 20}}, "", nil},
+		{"protect more", policy.Narrowing{Protect: []string{".env", "Makefile"}}, "", nil},
+		{"unprotect a default entry", policy.Narrowing{Unprotect: []string{".vscode"}}, "unprotect .vscode", policy.ErrWiden},
+		{"unprotect a directory holding protected ones", policy.Narrowing{Unprotect: []string{".git"}}, "unprotect .git", policy.ErrWiden},
+		{"protect outside the writable paths", policy.Narrowing{Protect: []string{"../x"}}, "not below", policy.ErrConfig},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := base.Narrow(c.n)
@@ -79,6 +84,11 @@ func within(t *testing.T, base, got policy.Policy) {
 			t.Errorf("drops the base's deny of %s", p)
 		}
 	}
+	for _, e := range base.Protected() {
+		if !slices.Contains(got.Protected(), e) {
+			t.Errorf("drops the base's protection of %s", e)
+		}
+	}
 	if base.Network == policy.NetworkNone && got.Network != policy.NetworkNone || base.Network == policy.NetworkAllow && got.Network == policy.NetworkAll {
 		t.Errorf("network %s over the base's %s", got.Network, base.Network)
 	}
@@ -112,4 +122,20 @@ func FuzzNarrow(f *testing.F) {
 		}
 		within(t, norm, got)
 	})
+}
+
+// A narrowing's Protect wins over the base's Unprotect: a client may
+// protect again what the server's policy left open, never the reverse.
+func TestNarrowProtectsWhatTheBaseUnprotected(t *testing.T) {
+	base := policy.Default().Extend(policy.Policy{Write: []string{"/srv/work"}, Unprotect: []string{".vscode"}})
+	if slices.Contains(base.Protected(), ".vscode") {
+		t.Fatalf("base protects .vscode: %v", base.Protected())
+	}
+	got, err := base.Narrow(policy.Narrowing{Protect: []string{".vscode/"}, Unprotect: []string{".vscode"}})
+	if err != nil {
+		t.Fatalf("Narrow: %v", err)
+	}
+	if !slices.Contains(got.Protected(), ".vscode") {
+		t.Errorf("narrowed policy does not protect .vscode: %v", got.Protected())
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -68,6 +69,17 @@ type Policy struct {
 	// writable path: a denied directory appears empty, a denied file
 	// unreadable. Deny wins.
 	Deny []string
+	// Protect lists paths, relative to each writable path and to the
+	// start directory, that stay read-only there even though their
+	// directory is writable (see Protected): they are added to
+	// DefaultProtected, and an entry listed here stays protected whatever
+	// Unprotect says.
+	Protect []string
+	// Unprotect lifts the protection of DefaultProtected entries: each
+	// entry removes the protected entries it names or holds (".git"
+	// removes ".git/hooks" and ".git/config"); one that removes nothing
+	// is an error, never ignored.
+	Unprotect []string
 	// Network is none (the default), all, or allow (only Hosts, through
 	// the filtering proxy).
 	Network Network
@@ -109,6 +121,69 @@ var SystemSecrets = []string{
 	"/etc/ssl/private", "/etc/security/opasswd",
 }
 
+// DefaultProtected are the paths every policy keeps read-only inside
+// its writable paths (Policy.Protected): what a command could plant there
+// to run later outside any sandbox — git's hooks and configuration
+// (core.fsmonitor, core.hooksPath, a commondir that points git at other
+// hooks), shell start-up files, git's and ripgrep's user configuration,
+// and editors' and agents' project settings (tasks, MCP servers, hooks).
+var DefaultProtected = []string{
+	".git/hooks", ".git/config", ".git/commondir", ".gitmodules",
+	".bashrc", ".bash_profile", ".bash_login", ".zshrc", ".zprofile", ".zshenv", ".profile",
+	".gitconfig", ".ripgreprc", ".mcp.json",
+	".vscode", ".idea", ".claude", ".codex", ".gemini",
+}
+
+// Protected is the policy's list of protected paths, relative to each
+// writable path (and to the start directory): DefaultProtected and
+// Protect, less what Unprotect removes (never an entry Protect lists).
+// Inside a writable path these stay read-only: a command cannot write,
+// create, rename or remove them, nor can the file tools (where the tier
+// can enforce it: see docs/security.md).
+func (p Policy) Protected() []string {
+	var out []string
+	protect := cleanEntries(p.Protect)
+	for _, e := range union(DefaultProtected, protect) {
+		if slices.Contains(protect, e) || !slices.ContainsFunc(cleanEntries(p.Unprotect), func(u string) bool { return within(e, u) }) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// cleanEntries is a protected-path list as Normalize leaves it (no
+// trailing slash), for a policy not normalized yet.
+func cleanEntries(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, e := range in {
+		if c := path.Clean(e); c != "." {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// checkProtected validates a protected-path list (what: "protect" or
+// "unprotect") and cleans it: relative paths below a writable path, not
+// ".", "..", absolute, or holding a comma (the container runtimes'
+// mount syntax).
+func checkProtected(what string, in []string) ([]string, error) {
+	var out []string
+	for _, e := range in {
+		c := path.Clean(e)
+		switch {
+		case e == "" || strings.IndexByte(e, 0) >= 0 || !utf8.ValidString(e) || strings.ContainsAny(e, ",\n"):
+			return nil, configErr("%s entry %q: give a path relative to the writable directories, such as .vscode or .git/hooks", what, e)
+		case path.IsAbs(e) || c == "." || c == ".." || strings.HasPrefix(c, "../"):
+			return nil, configErr("%s entry %q is not below a writable directory: give a relative path such as .vscode or .git/hooks", what, e)
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 // Default reads the system's programs and libraries (not $HOME, /root,
 // /home, /srv, /opt, /var, /run or the host's /tmp; not the root-only
 // SystemSecrets), writes nothing, has no network, gets a private empty
@@ -133,6 +208,8 @@ func (p Policy) Extend(q Policy) Policy {
 	out.Read = union(p.Read, q.Read)
 	out.Write = union(p.Write, q.Write)
 	out.Deny = union(p.Deny, q.Deny)
+	out.Protect = union(p.Protect, q.Protect)
+	out.Unprotect = union(p.Unprotect, q.Unprotect)
 	out.Hosts = union(p.Hosts, q.Hosts)
 	out.DenyHosts = union(p.DenyHosts, q.DenyHosts)
 	switch {
@@ -194,6 +271,18 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 	for _, list := range []*[]string{&p.Read, &p.Write, &p.Deny} {
 		if *list, err = cleanPaths(*list, cwd); err != nil {
 			return p, err
+		}
+	}
+	if p.Protect, err = checkProtected("protect", p.Protect); err != nil {
+		return p, err
+	}
+	if p.Unprotect, err = checkProtected("unprotect", p.Unprotect); err != nil {
+		return p, err
+	}
+	for _, u := range p.Unprotect {
+		all := union(DefaultProtected, p.Protect)
+		if !slices.ContainsFunc(all, func(e string) bool { return within(e, u) }) {
+			return p, configErr("unprotect %s: no protected path is there or below it (protected: %s)", ShowPath(u), strings.Join(all, ", "))
 		}
 	}
 	if slices.Contains(p.Read, "/") || slices.Contains(p.Write, "/") {
@@ -392,6 +481,10 @@ func (p Policy) Summary() string {
 	if denied := notIn(p.Deny, SystemSecrets); len(denied) > 0 {
 		say("Cannot see %s.", showPaths(denied))
 	}
+	if len(p.Write) > 0 && (len(p.Protect) > 0 || len(p.Unprotect) > 0) {
+		// The default list goes without saying, as the system paths do.
+		say("Keeps %s read-only inside them.", showPaths(p.Protected()))
+	}
 	switch p.Network {
 	case NetworkAll:
 		say("Has full network access.")
@@ -484,15 +577,19 @@ func notIn(paths, known []string) []string {
 
 // fileForm is the YAML shape: durations and sizes as text.
 type fileForm struct {
-	Read    pathList          `yaml:"read"`
-	Write   pathList          `yaml:"write"`
-	Deny    pathList          `yaml:"deny"`
-	Network fileNetwork       `yaml:"network"`
-	Dir     string            `yaml:"dir"`
-	Timeout string            `yaml:"timeout"`
-	Limits  fileLimits        `yaml:"limits"`
-	Nice    wholeNumber       `yaml:"nice"`
-	Env     map[string]string `yaml:"env"`
+	Read  pathList `yaml:"read"`
+	Write pathList `yaml:"write"`
+	Deny  pathList `yaml:"deny"`
+	// Protect and Unprotect are relative to each writable path, never
+	// to the file's directory.
+	Protect   pathList          `yaml:"protect"`
+	Unprotect pathList          `yaml:"unprotect"`
+	Network   fileNetwork       `yaml:"network"`
+	Dir       string            `yaml:"dir"`
+	Timeout   string            `yaml:"timeout"`
+	Limits    fileLimits        `yaml:"limits"`
+	Nice      wholeNumber       `yaml:"nice"`
+	Env       map[string]string `yaml:"env"`
 	// Extends names a policy file this one widens (relative to this file).
 	Extends string `yaml:"extends"`
 }
@@ -663,12 +760,18 @@ func load(path string, depth int) (Policy, error) {
 // relative to dir, and errors name where (the file, or a line).
 func (f *fileForm) build(dir, where string, base Policy) (Policy, error) {
 	var err error
-	q := Policy{Read: f.Read, Write: f.Write, Deny: f.Deny, Network: f.Network.Mode, Hosts: f.Network.Allow,
+	q := Policy{Read: f.Read, Write: f.Write, Deny: f.Deny, Protect: f.Protect, Unprotect: f.Unprotect, Network: f.Network.Mode, Hosts: f.Network.Allow,
 		DenyHosts: f.Network.Deny, Dir: f.Dir, Nice: int(f.Nice), Env: maps.Clone(f.Env)}
 	for _, list := range []*[]string{&q.Read, &q.Write, &q.Deny} {
 		if *list, err = cleanPaths(*list, dir); err != nil {
 			return Policy{}, fmt.Errorf("%s: %w", where, err)
 		}
+	}
+	if q.Protect, err = checkProtected("protect", q.Protect); err != nil {
+		return Policy{}, fmt.Errorf("%s: %w", where, err)
+	}
+	if q.Unprotect, err = checkProtected("unprotect", q.Unprotect); err != nil {
+		return Policy{}, fmt.Errorf("%s: %w", where, err)
 	}
 	if q.Dir != "" && !filepath.IsAbs(q.Dir) {
 		if dir == "" {
@@ -704,7 +807,7 @@ type Spec struct {
 // UnmarshalYAML reads a mapping in the policy-file grammar strictly.
 func (s *Spec) UnmarshalYAML(node *yaml.Node) error {
 	if node.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: a policy is a mapping of policy keys (read, write, deny, network, dir, timeout, limits, nice, env, extends)", node.Line)
+		return fmt.Errorf("line %d: a policy is a mapping of policy keys (read, write, deny, protect, unprotect, network, dir, timeout, limits, nice, env, extends)", node.Line)
 	}
 	if err := knownKeys(node, reflect.TypeFor[fileForm](), ""); err != nil {
 		return err

@@ -1005,3 +1005,75 @@ func TestSummaryHostsCarryNoRawWhitespace(t *testing.T) {
 		}
 	}
 }
+
+// The protected list is the default one unless a policy extends it, or
+// removes entries explicitly: an unprotect that removes nothing, and an
+// entry that is not a relative path below the writable directories, are
+// errors, never ignored.
+func TestProtectedListExtendsAndUnprotectsOnlyExplicitly(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		protect, unprotect []string
+		want, gone         []string // entries that must be in, and out of, Protected
+		err                string   // the refusal's words; "" when valid
+	}{
+		{name: "default", want: policy.DefaultProtected},
+		{name: "extended", protect: []string{".env", "tools/run.sh"}, want: append([]string{".env", "tools/run.sh"}, policy.DefaultProtected...)},
+		{name: "one entry lifted", unprotect: []string{".vscode/"}, want: []string{".idea", ".git/hooks"}, gone: []string{".vscode"}},
+		{name: "a directory lifts what it holds", unprotect: []string{".git"}, want: []string{".bashrc"}, gone: []string{".git/hooks", ".git/config", ".git/commondir"}},
+		{name: "protect wins over unprotect", protect: []string{".vscode"}, unprotect: []string{".vscode"}, want: []string{".vscode"}},
+		{name: "unprotect of an unknown entry", unprotect: []string{".vscod"}, err: "unprotect .vscod: no protected path"},
+		{name: "absolute entry", protect: []string{"/etc/x"}, err: "not below a writable directory"},
+		{name: "entry above", protect: []string{"../x"}, err: "not below a writable directory"},
+		{name: "the directory itself", unprotect: []string{"."}, err: "not below a writable directory"},
+		{name: "comma", protect: []string{"a,b"}, err: "relative to the writable directories"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := policy.Default().Extend(policy.Policy{Write: []string{"/w"}, Protect: c.protect, Unprotect: c.unprotect}).Normalize("/")
+			if c.err != "" {
+				if !errors.Is(err, policy.ErrConfig) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Normalize: %v, want ErrConfig saying %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Normalize: %v", err)
+			}
+			got := p.Protected()
+			for _, e := range c.want {
+				if !slices.Contains(got, e) {
+					t.Errorf("Protected() = %v, lacks %s", got, e)
+				}
+			}
+			for _, e := range c.gone {
+				if slices.Contains(got, e) {
+					t.Errorf("Protected() = %v, still holds %s", got, e)
+				}
+			}
+		})
+	}
+}
+
+// A policy file's protect and unprotect entries are relative to the
+// writable paths, not to the file's directory, and the summary names the
+// list when it differs from the default.
+func TestLoadProtectEntriesStayRelative(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(f, []byte("write: [.]\nprotect: [.env]\nunprotect: [.idea/]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = p.Normalize(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Protected(); !slices.Contains(got, ".env") || slices.Contains(got, ".idea") {
+		t.Errorf("Protected() = %v, want .env in and .idea out", got)
+	}
+	if s := p.Summary(); !strings.Contains(s, ".env") || strings.Contains(s, ".idea,") {
+		t.Errorf("Summary() = %q, want the protected list with .env and without .idea", s)
+	}
+}

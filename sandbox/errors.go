@@ -44,6 +44,14 @@ var (
 	// ErrTooLarge: the result would exceed MaxFileSize or MaxGlobResults.
 	ErrTooLarge = errors.New("too large")
 
+	// ErrProtected: the path is one of the protected paths (a policy's
+	// Protect list: .git/hooks, .vscode, shell rc files...) that stay
+	// read-only inside a writable directory, or holds one: it cannot be
+	// written, created, renamed or removed. It also matches
+	// fs.ErrPermission. The message names the path and how to lift the
+	// protection.
+	ErrProtected error = protected{}
+
 	// ErrClosed: the sandbox was closed.
 	ErrClosed = errors.New("sandbox is closed")
 )
@@ -54,3 +62,10 @@ func (notFound) Error() string { return "no such file or directory" }
 
 // Is lets errors.Is(err, fs.ErrNotExist) hold for ErrNotFound.
 func (notFound) Is(target error) bool { return target == fs.ErrNotExist }
+
+type protected struct{}
+
+func (protected) Error() string { return "protected path" }
+
+// Is lets errors.Is(err, fs.ErrPermission) hold for ErrProtected.
+func (protected) Is(target error) bool { return target == fs.ErrPermission }

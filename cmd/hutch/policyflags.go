@@ -16,6 +16,8 @@ import (
 type policyFlags struct {
 	file              string
 	read, write, deny []string
+	protect           []string
+	unprotect         []string
 	network           string
 	networkDeny       []string
 	memory, fileSize  string
@@ -24,13 +26,15 @@ type policyFlags struct {
 	openFiles         int
 }
 
-var policyFlagNames = []string{"policy", "read", "write", "deny", "network", "network-deny", "memory", "cpu-time", "pids", "file-size", "open-files", "nice"}
+var policyFlagNames = []string{"policy", "read", "write", "deny", "protect", "unprotect", "network", "network-deny", "memory", "cpu-time", "pids", "file-size", "open-files", "nice"}
 
 func (p *policyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&p.file, "policy", "", "isolated: start from this YAML policy instead of the default one")
 	fl.StringArrayVar(&p.read, "read", nil, "isolated: let the command read PATH (repeatable)")
 	fl.StringArrayVar(&p.write, "write", nil, "isolated: let the command change PATH (repeatable)")
 	fl.StringArrayVar(&p.deny, "deny", nil, "isolated: hide PATH even inside a readable or writable path (repeatable)")
+	fl.StringArrayVar(&p.protect, "protect", nil, "isolated, container and the file tools: keep PATH (relative to each writable path, like .env) read-only there, beside the default list (.git/hooks, .git/config, .vscode, .bashrc...) (repeatable)")
+	fl.StringArrayVar(&p.unprotect, "unprotect", nil, "lift the protection of a default protected PATH (such as .vscode) or of those below it (.git) (repeatable)")
 	fl.StringVar(&p.network, "network", "", "isolated: none (default), all, or allow=HOST,... (only those hosts, through hutch's filtering proxy; HOST is host[:port], *.example.com, an IP or a CIDR range)")
 	fl.StringSliceVar(&p.networkDeny, "network-deny", nil, "isolated: refuse these hosts even when allowed (same grammar; repeatable or comma-separated)")
 	fl.StringVar(&p.memory, "memory", "", fmt.Sprintf("isolated: memory limit, e.g. 512M, or unlimited (default %v here: half the host's memory, at most 8 GiB)", policy.DefaultMemory()))
@@ -130,13 +134,13 @@ func (p *policyFlags) narrowing(fl *pflag.FlagSet) (policy.Narrowing, error) {
 	if err != nil {
 		return policy.Narrowing{}, err
 	}
-	return policy.Narrowing{Read: q.Read, Write: q.Write, Deny: q.Deny, Network: q.Network, Hosts: q.Hosts, DenyHosts: q.DenyHosts, Limits: q.Limits}, nil
+	return policy.Narrowing{Read: q.Read, Write: q.Write, Deny: q.Deny, Protect: q.Protect, Unprotect: q.Unprotect, Network: q.Network, Hosts: q.Hosts, DenyHosts: q.DenyHosts, Limits: q.Limits}, nil
 }
 
 // asked is what the flags ask, as a policy of its own (what build adds to
 // its base).
 func (p *policyFlags) asked(fl *pflag.FlagSet, dir string, timeout time.Duration) (policy.Policy, error) {
-	q := policy.Policy{Read: p.read, Write: p.write, Deny: p.deny, Dir: dir, Nice: p.nice, Timeout: timeout, DenyHosts: p.networkDeny}
+	q := policy.Policy{Read: p.read, Write: p.write, Deny: p.deny, Protect: p.protect, Unprotect: p.unprotect, Dir: dir, Nice: p.nice, Timeout: timeout, DenyHosts: p.networkDeny}
 	if fl.Changed("network-deny") && len(p.networkDeny) == 0 {
 		return q, fmt.Errorf("--network-deny names no host: give entries (--network-deny evil.example.com)")
 	}

@@ -96,6 +96,7 @@ var errKinds = []struct {
 	{"escape", sandbox.ErrEscape}, {"not_found", sandbox.ErrNotFound}, {"invalid_path", sandbox.ErrInvalidPath},
 	{"is_dir", sandbox.ErrIsDir}, {"not_dir", sandbox.ErrNotDir}, {"not_empty", sandbox.ErrNotEmpty}, {"too_large", sandbox.ErrTooLarge},
 	{"unsupported", sandbox.ErrUnsupported}, {"config", sandbox.ErrConfig}, {"closed", sandbox.ErrClosed},
+	{"protected", sandbox.ErrProtected}, // before permission, which it matches too
 	{"permission", fs.ErrPermission},
 }
 
