@@ -141,14 +141,47 @@ var DefaultProtected = []string{
 // create, rename or remove them, nor can the file tools (where the tier
 // can enforce it: see docs/security.md).
 func (p Policy) Protected() []string {
+	return protectedList(cleanEntries(p.Protect), cleanEntries(p.Unprotect))
+}
+
+func protectedList(protect, unprotect []string) []string {
 	var out []string
-	protect := cleanEntries(p.Protect)
 	for _, e := range union(DefaultProtected, protect) {
-		if slices.Contains(protect, e) || !slices.ContainsFunc(cleanEntries(p.Unprotect), func(u string) bool { return within(e, u) }) {
+		if slices.Contains(protect, e) || !slices.ContainsFunc(unprotect, func(u string) bool { return within(e, u) }) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// ProtectedPaths is the protected list of a tier that takes no policy
+// (the local tier, the container tier's options): DefaultProtected and
+// protect, less what unprotect removes, checked as Normalize checks a
+// policy's (errors match ErrConfig).
+func ProtectedPaths(protect, unprotect []string) ([]string, error) {
+	p, err := Policy{Protect: protect, Unprotect: unprotect}.normalizeProtected()
+	if err != nil {
+		return nil, err
+	}
+	return p.Protected(), nil
+}
+
+// normalizeProtected checks and cleans the protected-path lists.
+func (p Policy) normalizeProtected() (Policy, error) {
+	var err error
+	if p.Protect, err = checkProtected("protect", p.Protect); err != nil {
+		return p, err
+	}
+	if p.Unprotect, err = checkProtected("unprotect", p.Unprotect); err != nil {
+		return p, err
+	}
+	for _, u := range p.Unprotect {
+		all := union(DefaultProtected, p.Protect)
+		if !slices.ContainsFunc(all, func(e string) bool { return within(e, u) }) {
+			return p, configErr("unprotect %s: no protected path is there or below it (protected: %s)", ShowPath(u), strings.Join(all, ", "))
+		}
+	}
+	return p, nil
 }
 
 // cleanEntries is a protected-path list as Normalize leaves it (no
@@ -273,17 +306,8 @@ func (p Policy) Normalize(cwd string) (Policy, error) {
 			return p, err
 		}
 	}
-	if p.Protect, err = checkProtected("protect", p.Protect); err != nil {
+	if p, err = p.normalizeProtected(); err != nil {
 		return p, err
-	}
-	if p.Unprotect, err = checkProtected("unprotect", p.Unprotect); err != nil {
-		return p, err
-	}
-	for _, u := range p.Unprotect {
-		all := union(DefaultProtected, p.Protect)
-		if !slices.ContainsFunc(all, func(e string) bool { return within(e, u) }) {
-			return p, configErr("unprotect %s: no protected path is there or below it (protected: %s)", ShowPath(u), strings.Join(all, ", "))
-		}
 	}
 	if slices.Contains(p.Read, "/") || slices.Contains(p.Write, "/") {
 		return p, configErr("policy path / is the whole host filesystem: list the directories the command needs")

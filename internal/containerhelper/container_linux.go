@@ -57,18 +57,39 @@ func Main(args []string) (code int, ok bool) {
 		sysprog.ReserveThreads(sysprog.IdleThreads + 1) // one more for the read of stdin
 		return containerInit(watch, ready), true
 	case "serve":
-		lim, root, err := serveArgs(args[1:])
+		protect, rest, err := protectArg(args[1:])
+		var lim boundary.CommandLimits
+		var root string
+		if err == nil {
+			lim, root, err = serveArgs(rest)
+		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--cpu-time=SECONDS] [--open-files=N] ROOT)\n", err)
+			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--protect=PATH,...] [--cpu-time=SECONDS] [--open-files=N] ROOT)\n", err)
 			return 2, true
 		}
 		sysprog.ReserveThreads(sysprog.ServerThreads)
-		return serveStream(os.Stdin, os.Stdout, root, lim), true
+		return serveStream(os.Stdin, os.Stdout, root, lim, protect), true
 	case "reaper":
 		sysprog.ReserveThreads(sysprog.StarterThreads)
 		return reaperMain(), true
 	}
 	return 0, false
+}
+
+// protectArg takes serve's leading --protect=PATH,... (the protected
+// paths the file operations keep read-only at any depth below the root:
+// policy.Policy.Protected, whose entries hold no comma) out of args.
+func protectArg(args []string) (protect, rest []string, err error) {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "--protect=") {
+		return nil, args, nil
+	}
+	for _, e := range strings.Split(strings.TrimPrefix(args[0], "--protect="), ",") {
+		if e == "" || path.IsAbs(e) || path.Clean(e) != e || e == ".." || strings.HasPrefix(e, "../") {
+			return nil, nil, fmt.Errorf("--protect entry %q is not a clean relative path", e)
+		}
+		protect = append(protect, e)
+	}
+	return protect, args[1:], nil
 }
 
 // serveArgs reads serve's arguments: the optional limits
@@ -158,13 +179,14 @@ type streamServer struct {
 	idle []*reaperProc
 }
 
-func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandLimits) int {
+func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandLimits, protect []string) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
 	files, err := hostfs.New(root, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
+	files.Protect(protect)
 	s := &streamServer{FS: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim}
 	defer s.shutdown()
 	go s.prewarm()

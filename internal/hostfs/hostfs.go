@@ -44,6 +44,9 @@ type FS struct {
 	closed  bool
 	sweptMu sync.Mutex
 	swept   map[string]bool // directories sweepTemps has swept (sweepOnce)
+
+	// protected are the protected entries, split at "/" (see Protect).
+	protected [][]string
 }
 
 // New opens dir (which must exist and be a directory) as a root. check,
@@ -329,7 +332,13 @@ func (s *FS) write(ctx context.Context, p string, r io.Reader, size, limit int64
 	}
 	target, err := s.followLinks(rel)
 	if err != nil {
+		if perr := s.refuseProtected("write", p, rel, false, false); perr != nil {
+			return perr // below a protected file, say: refused as such
+		}
 		return mapErr("write", p, err)
+	}
+	if err := s.refuseProtected("write", p, rel, false, false, target); err != nil {
+		return err
 	}
 	if target == "." || dirOnly(p) {
 		return tierkit.PathError("write", p, sandbox.ErrIsDir)

@@ -105,6 +105,9 @@ func (s *FS) Mkdir(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.refuseProtected("mkdir", p, rel, true, false); err != nil {
+		return err
+	}
 	if err := s.root.MkdirAll(rel, 0o755); err != nil {
 		if fi, serr := s.root.Stat(rel); serr == nil && !fi.IsDir() {
 			return tierkit.PathError("mkdir", p, fmt.Errorf("a file is there: %w", sandbox.ErrNotDir))
@@ -129,6 +132,9 @@ func (s *FS) Remove(ctx context.Context, p string, recursive bool) error {
 	}
 	if rel == "." {
 		return tierkit.PathError("remove", p, fmt.Errorf("%w: the sandbox root itself cannot be removed: name what is inside it", sandbox.ErrInvalidPath))
+	}
+	if err := s.refuseProtected("remove", p, rel, false, true); err != nil {
+		return err
 	}
 	fi, err := s.root.Lstat(rel)
 	if err != nil {
@@ -174,6 +180,12 @@ func (s *FS) Rename(ctx context.Context, from, to string) error {
 		return tierkit.PathError("rename", from, fmt.Errorf("%w: it is already there (%s)", sandbox.ErrInvalidPath, to))
 	case strings.HasPrefix(dst, src+"/"):
 		return tierkit.PathError("rename", from, fmt.Errorf("%w: a directory cannot move below itself (%s)", sandbox.ErrInvalidPath, to))
+	}
+	if err := s.refuseProtected("rename", from, src, false, true); err != nil {
+		return err
+	}
+	if err := s.refuseProtected("rename", to, dst, false, true); err != nil {
+		return err
 	}
 	sfi, err := s.root.Lstat(src)
 	if err != nil {

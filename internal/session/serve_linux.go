@@ -55,6 +55,10 @@ func newServer(conn *wire.Conn, job wire.Job) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the start directory: %w", err)
 	}
+	// Protected paths at any depth below the start directory: the
+	// sandbox's read-only binds keep those that existed at its start,
+	// this check also those that did not (see docs/security.md).
+	files.Protect(job.Policy.Protected())
 	return &server{conn: conn, job: job, files: files, execs: map[uint64]*exec.Cmd{}, cancelled: map[uint64]bool{}}, nil
 }
 

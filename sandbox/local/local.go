@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/internal/hostfs"
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -16,6 +18,12 @@ type Options struct {
 	// Env is added to every command's base environment (PATH, HOME, LANG);
 	// Command.Env overrides it.
 	Env map[string]string
+	// Protect and Unprotect change the file tools' protected paths, kept
+	// read-only below Dir at any depth (policy.DefaultProtected: .git/hooks,
+	// .vscode, shell rc files...), as policy.Policy's fields of the same
+	// names do. The local tier's commands are not confined: only the file
+	// tools keep them.
+	Protect, Unprotect []string
 }
 
 // Sandbox is a host directory. Create one with New; it is safe for
@@ -31,7 +39,12 @@ var _ sandbox.Sandbox = (*Sandbox)(nil)
 // root. It does not block; ctx is there for the shape every tier shares.
 // Errors match sandbox.ErrConfig.
 func New(ctx context.Context, opts Options) (*Sandbox, error) {
+	var protected []string
 	files, err := hostfs.New(opts.Dir, func() error {
+		var err error
+		if protected, err = policy.ProtectedPaths(opts.Protect, opts.Unprotect); err != nil {
+			return cfgerr.Under(sandbox.ErrConfig, err)
+		}
 		for k, v := range opts.Env {
 			if err := sandbox.CheckEnvVar(k, v); err != nil {
 				return err
@@ -42,6 +55,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	files.Protect(protected)
 	// A copy: the caller's map changing later must not reach commands
 	// (nor skip the checks above).
 	return &Sandbox{FS: files, env: maps.Clone(opts.Env)}, nil

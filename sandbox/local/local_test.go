@@ -656,3 +656,35 @@ func TestMain(m *testing.M) {
 	testenv.RunProgram()
 	os.Exit(m.Run())
 }
+
+// The file tools keep the protected paths of the root (.git/hooks,
+// .vscode, shell rc files...) read-only, whether they exist or not.
+func TestFileToolsKeepProtectedPaths(t *testing.T) {
+	sandboxtest.RunProtected(t, func(t *testing.T, dir string) sandbox.Sandbox {
+		sb, err := local.New(context.Background(), local.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb
+	})
+}
+
+// Unprotect lifts an entry, and one that names no protected path is a
+// configuration error, never ignored.
+func TestUnprotectIsExplicit(t *testing.T) {
+	dir := t.TempDir()
+	sb, err := local.New(context.Background(), local.Options{Dir: dir, Unprotect: []string{".vscode"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if err := sb.Write(context.Background(), ".vscode/settings.json", []byte("{}")); err != nil {
+		t.Errorf("write an unprotected .vscode: %v", err)
+	}
+	if err := sb.Write(context.Background(), ".idea/x.xml", []byte("{}")); !errors.Is(err, sandbox.ErrProtected) {
+		t.Errorf("write .idea: %v, want sandbox.ErrProtected", err)
+	}
+	if _, err := local.New(context.Background(), local.Options{Dir: dir, Unprotect: []string{".vscod"}}); !errors.Is(err, sandbox.ErrConfig) {
+		t.Errorf("unprotect of no protected path: %v, want sandbox.ErrConfig", err)
+	}
+}

@@ -1,0 +1,79 @@
+package hostfs
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/sandbox"
+)
+
+// Protect makes the paths entries name (relative and clean, as
+// policy.Policy.Protected lists them: ".git/hooks", ".vscode") read-only
+// to the file operations wherever they stand below the root, at any
+// depth: Write, Mkdir, Rename and Remove refuse, with
+// sandbox.ErrProtected, a path at or below one (through symbolic links
+// too: what a link leads to is judged), and Rename and Remove refuse a
+// directory on the way to one (".git", which holds ".git/hooks"), so no
+// protected path can be moved aside and made anew. Call it before the
+// FS serves anything; nil protects nothing.
+func (s *FS) Protect(entries []string) {
+	s.protected = make([][]string, 0, len(entries))
+	for _, e := range entries {
+		s.protected = append(s.protected, strings.Split(e, "/"))
+	}
+}
+
+// protectedEntry returns the protected entry the root-relative clean
+// path rel is at or below, at any depth; with holding, also one rel is a
+// directory on the way to ("a/.git" for ".git/hooks"). "" when none.
+func (s *FS) protectedEntry(rel string, holding bool) string {
+	if len(s.protected) == 0 || rel == "." || rel == "" {
+		return ""
+	}
+	parts := strings.Split(rel, "/")
+	for _, ep := range s.protected {
+		for i := range parts {
+			n := min(len(ep), len(parts)-i)
+			if slices.Equal(parts[i:i+n], ep[:n]) && (n == len(ep) || holding) {
+				return strings.Join(ep, "/")
+			}
+		}
+	}
+	return ""
+}
+
+// refuseProtected returns the error for op on p when the root-relative
+// path rel, where its links lead, or any of also (paths the caller has
+// resolved already), is protected (see Protect); the entry itself is
+// followed only with follow (a mkdir makes what a link at p leads to; a
+// rename or remove acts on the link).
+func (s *FS) refuseProtected(op, p, rel string, follow, holding bool, also ...string) error {
+	if len(s.protected) == 0 {
+		return nil
+	}
+	paths := append([]string{rel}, also...)
+	switch {
+	case len(also) > 0:
+	case follow:
+		if t, err := s.followLinks(rel); err == nil {
+			paths = append(paths, t)
+			break
+		}
+		fallthrough // below a file, say: judge where its directory leads
+	default:
+		if dir, base := path.Split(rel); dir != "" {
+			if t, err := s.followLinks(dir); err == nil {
+				paths = append(paths, path.Join(t, base))
+			}
+		}
+	}
+	for _, q := range paths {
+		if e := s.protectedEntry(q, holding); e != "" {
+			return tierkit.PathError(op, p, fmt.Errorf("%w: %s stays read-only inside a writable directory (.git/hooks, .vscode and the like could run code outside the sandbox later); lift it with --unprotect %s (in a policy, unprotect: [%s])", sandbox.ErrProtected, e, e, e))
+		}
+	}
+	return nil
+}
