@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -145,6 +146,7 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 	}
 	b.dev(devs, size)
 	b.proc(proc, hostOnlyProc(p.Network == policy.NetworkAll))
+	b.protect(p)
 	for _, d := range p.Deny {
 		b.pin(d, p.Write)
 		b.deny(d)
@@ -301,10 +303,64 @@ func (b *builder) pin(path string, writable []string) {
 			continue
 		}
 		for a := filepath.Dir(path); a != w && len(a) > len(w); a = filepath.Dir(a) {
-			fd := b.slot()
+			b.pinDir(a)
+		}
+	}
+}
+
+// pinDir appends making the directory a a mount point of itself (see
+// pin); a directory that is missing, or is not one, is passed over.
+func (b *builder) pinDir(a string) {
+	fd := b.slot()
+	start := b.mark()
+	b.call("pinning "+a, unix.SYS_OPENAT, cwd, b.str(a), unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC).out = fd
+	b.onItself("pinning "+a, fd, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	b.close(fd)
+	b.skipTo(start, unix.ENOENT, unix.ENOTDIR, unix.ELOOP)
+}
+
+// protectRoots are where the policy's protected paths are kept: each
+// writable path, and the start directory when it lies deeper in one.
+func protectRoots(p policy.Policy) []string {
+	roots := slices.Clone(p.Write)
+	if p.Dir != "" && !slices.Contains(roots, p.Dir) && slices.ContainsFunc(p.Write, func(w string) bool { return strings.HasPrefix(p.Dir, strings.TrimSuffix(w, "/")+"/") }) {
+		roots = append(roots, p.Dir)
+	}
+	return roots
+}
+
+// protect appends keeping the policy's protected paths (p.Protected())
+// that exist at the top of each protect root read-only: each is copied,
+// with everything mounted below it, read-only onto itself, so a write
+// there fails (EROFS), and so does a rename or removal of the path itself
+// (EBUSY: a mount point). Each directory on the way to one (.git for
+// .git/hooks) is pinned, so that it cannot be moved aside and made anew.
+// A path that is missing, or that is or lies behind a symbolic link, is
+// passed over: a mount needs a mount point, and the sandbox must not
+// make one in the host's directory (docs/security.md says what that
+// leaves open). Denied paths are masked afterwards, on top.
+func (b *builder) protect(p policy.Policy) {
+	entries := p.Protected()
+	for _, root := range protectRoots(p) {
+		pinned := map[string]bool{}
+		for _, e := range entries {
+			for d := path.Dir(e); d != "."; d = path.Dir(d) {
+				if !pinned[d] {
+					pinned[d] = true
+					b.pinDir(path.Join(root, d))
+				}
+			}
+		}
+		for _, e := range entries {
+			target := path.Join(root, e)
+			fd, tree := b.slot(), b.slot()
 			start := b.mark()
-			b.call("pinning "+a, unix.SYS_OPENAT, cwd, b.str(a), unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC).out = fd
-			b.onItself("pinning "+a, fd, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+			how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+			b.call("protecting "+target, unix.SYS_OPENAT2, cwd, b.str(target), ptr(b, how), unix.SizeofOpenHow).out = fd
+			o := b.call("protecting "+target, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+			o.in[0], o.out = fd, tree
+			b.setAttr("protecting "+target, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV).in[0] = tree
+			b.mountOn("protecting "+target, tree, fd)
 			b.close(fd)
 			b.skipTo(start, unix.ENOENT, unix.ENOTDIR, unix.ELOOP)
 		}
