@@ -154,6 +154,13 @@ func protectedList(protect, unprotect []string) []string {
 	return out
 }
 
+// ProtectedNote says, for a model, which protected paths stay read-only
+// in a tier's writable directories and how far that reaches (what is
+// "sandbox" or "container": what started).
+func ProtectedNote(protected []string, what string) string {
+	return fmt.Sprintf("Protected paths stay read-only in the writable directories: %s (the file tools refuse them at any depth; commands cannot change those that existed at the top of a writable directory, or of the start directory, when the %s started).", showPaths(protected), what)
+}
+
 // ProtectedPaths is the protected list of a tier that takes no policy
 // (the local tier, the container tier's options): DefaultProtected and
 // protect, less what unprotect removes, checked as Normalize checks a

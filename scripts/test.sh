@@ -14,10 +14,11 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # Debian packages the tests use: sh, coreutils (head, sleep, env, cat),
 # util-linux (setsid), procps; curl, wget and Debian's own python3 as the
 # clients inside network-allow-list sandboxes; node and ruby, which
-# run_code's tests run (and npm, whose registry they install from).
+# run_code's tests run (and npm, whose registry they install from); git, which
+# the protected-paths tests commit with.
 # Installed only when missing.
 missing=()
-for pair in sh:dash head:coreutils setsid:util-linux ps:procps curl:curl wget:wget node:nodejs npm:npm ruby:ruby; do
+for pair in sh:dash head:coreutils setsid:util-linux ps:procps curl:curl wget:wget node:nodejs npm:npm ruby:ruby git:git; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 [ -x /usr/bin/python3 ] || missing+=(python3)

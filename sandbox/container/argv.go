@@ -3,6 +3,7 @@ package container
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,7 +179,7 @@ func (o Options) containerFlags(helper string, asInit, watched bool) []string {
 	if o.User != "" {
 		a = append(a, "--user", o.User)
 	}
-	for _, b := range o.Binds {
+	for _, b := range append(slices.Clone(o.Binds), o.protectBinds...) {
 		a = append(a, o.bindArgs(b)...)
 	}
 	if o.Runtime != Apple {
@@ -252,6 +253,11 @@ func (o Options) boundAt(dir string) bool {
 // rather than living under them (see RunArgs).
 func (o Options) HelperArgs(id string) []string {
 	a := o.cmd("exec", "-i", id, HelperPath, "serve")
+	if len(o.protected) > 0 && slices.ContainsFunc(o.Binds, func(b Bind) bool { return b.Writable }) {
+		// Only a host directory keeps what a command plants: the
+		// container's own files go with it.
+		a = append(a, "--protect="+strings.Join(o.protected, ","))
+	}
 	if o.Runtime != Apple {
 		if o.CPUTime > 0 {
 			a = append(a, "--cpu-time="+strconv.FormatInt(o.cpuSeconds(), 10))

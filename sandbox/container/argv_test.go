@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -100,7 +101,7 @@ func TestRunArgsDockerFull(t *testing.T) {
 	o.Engine = Engine{Host: "ssh://me@build"}
 	wantArgv(t, "docker host", o.ExecArgs("ID", true, "/tmp/env", "cat", "f"),
 		split("--host ssh://me@build exec -i --env-file /tmp/env ID cat f"))
-	wantArgv(t, "helper", o.HelperArgs("ID"), split("--host ssh://me@build exec -i ID /.hutch/hutch-helper serve --cpu-time=2 --open-files=256 /w"))
+	wantArgv(t, "helper", o.HelperArgs("ID"), split("--host ssh://me@build exec -i ID /.hutch/hutch-helper serve "+protectArg+" --cpu-time=2 --open-files=256 /w"))
 	wantArgv(t, "docker, no helper", o.RunArgs("box", "", false), append(split(
 		"--host ssh://me@build "+
 			"run -d --name box --label hutch.sandbox.id=box --label hutch.sandbox.runtime=docker "+cfg(o, false)+
@@ -162,7 +163,7 @@ func TestRunArgsApple(t *testing.T) {
 			"--memory 536870912 --cpus 1.5 --user 1000:1000 "+
 			"-v /src:/w/src:ro -v /out:/out:rw -v /h/hutch:/.hutch/hutch-helper:ro "+
 			"-w /w --entrypoint /bin/sh img:1 -c"), keepAlive))
-	wantArgv(t, "apple helper: no CPU-time limit to hand down", o.HelperArgs("ID"), split("exec -i ID /.hutch/hutch-helper serve /w"))
+	wantArgv(t, "apple helper: no CPU-time limit to hand down", o.HelperArgs("ID"), split("exec -i ID /.hutch/hutch-helper serve "+protectArg+" /w"))
 	wantArgv(t, "apple gaps", o.HardeningGaps(), []string{
 		"no-new-privileges: not supported by Apple's container runtime",
 		"tmpfs under a read-only root: Apple's container runtime does not make it writable (bind a host directory read-write at the working directory, or set WritableRoot)",
@@ -398,3 +399,7 @@ func TestHelperArgsCPUTimeWithinServeBound(t *testing.T) {
 		}
 	}
 }
+
+// protectArg is how HelperArgs hands the default protected paths to the
+// helper when a bind is writable.
+var protectArg = "--protect=" + strings.Join(policy.DefaultProtected, ",")

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/streamclient"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -103,6 +105,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.protectBinds = o.protectedBinds()
 	prog, err := o.program()
 	if err != nil {
 		return nil, err
@@ -735,6 +738,9 @@ func (s *Sandbox) Instructions() string {
 	}
 	if o.Memory > 0 {
 		fmt.Fprintf(&b, " Memory limit %d MiB.", o.Memory>>20)
+	}
+	if len(o.protected) > 0 && slices.ContainsFunc(o.Binds, func(b Bind) bool { return b.Writable }) {
+		b.WriteString(" " + policy.ProtectedNote(o.protected, "container"))
 	}
 	return b.String()
 }

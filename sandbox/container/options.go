@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/cfgerr"
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -205,6 +207,16 @@ type Options struct {
 	// NoHelper forces one runtime exec per operation (the fallback used
 	// when the helper cannot run in the image).
 	NoHelper bool
+
+	// Protect and Unprotect change the protected paths kept read-only
+	// inside each writable bind (policy.DefaultProtected: .git/hooks,
+	// .vscode, shell rc files...), as policy.Policy's fields of the same
+	// names do: those that exist when the container starts get read-only
+	// binds, and the helper's file operations refuse them at any depth.
+	Protect, Unprotect []string
+
+	protected    []string // the effective list (normalize)
+	protectBinds []Bind   // the read-only binds that keep them (New)
 }
 
 // The option syntaxes. They are compiled on first use, not at program
@@ -272,6 +284,11 @@ func (o Options) normalize() (Options, error) {
 		}
 		o.Binds[i].Source, o.Binds[i].Target = path.Clean(b.Source), path.Clean(b.Target)
 	}
+	protected, err := policy.ProtectedPaths(o.Protect, o.Unprotect)
+	if err != nil {
+		return o, cfgerr.Under(sandbox.ErrConfig, err)
+	}
+	o.protected = protected
 	for i, m := range o.Masks {
 		if err := checkContainerPath("masked path", m.Target); err != nil {
 			return o, err

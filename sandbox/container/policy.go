@@ -97,6 +97,7 @@ func FromPolicy(p policy.Policy, base Options) (Options, []string, error) {
 		o.Network = "none"
 	}
 	o.WorkDir = p.Dir
+	o.Protect, o.Unprotect = p.Protect, p.Unprotect
 	l := p.Limits
 	if l.Memory > 0 {
 		o.Memory = int64(l.Memory)

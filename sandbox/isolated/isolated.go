@@ -775,7 +775,13 @@ func (s *Sandbox) Supports(c sandbox.Feature) bool {
 
 // Instructions describe the sandbox to a model, from its policy.
 func (s *Sandbox) Instructions() string {
-	return "You run inside an isolated sandbox on this machine (kernel namespaces, no capabilities). " + s.pol.Summary()
+	ins := "You run inside an isolated sandbox on this machine (kernel namespaces, no capabilities). " + s.pol.Summary()
+	if len(s.pol.Write) > 0 {
+		if prot := s.pol.Protected(); len(prot) > 0 {
+			ins += " " + policy.ProtectedNote(prot, "sandbox")
+		}
+	}
+	return ins
 }
 
 // Close ends the sandbox: its init and everything in it are killed, the

@@ -1,0 +1,65 @@
+package container
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+)
+
+// protectedBinds are the read-only binds that keep the protected paths
+// (o.protected: policy.Policy.Protected) that exist now at the top of
+// each writable bind, and of the working directory when it lies deeper
+// in one, read-only in the container: a write there fails (EROFS), a
+// rename or removal of the path itself too (EBUSY: it is a mount point).
+// Each directory on the way to one (.git for .git/hooks) is bound onto
+// itself, writable, so that it cannot be moved aside and made anew. A
+// protected path that is missing, that is a symbolic link or that lies
+// behind one gets nothing: a mount needs something there, and the
+// runtime would follow the link (see docs/security.md). Nothing is bound
+// for a remote engine, whose files this machine cannot see.
+func (o Options) protectedBinds() []Bind {
+	if len(o.protected) == 0 || o.Engine.remote() {
+		return nil
+	}
+	type root struct{ src, dst string }
+	var roots []root
+	for _, b := range o.Binds {
+		if !b.Writable {
+			continue
+		}
+		roots = append(roots, root{b.Source, b.Target})
+		if rel, ok := strings.CutPrefix(o.WorkDir, strings.TrimSuffix(b.Target, "/")+"/"); ok {
+			roots = append(roots, root{path.Join(b.Source, rel), o.WorkDir})
+		}
+	}
+	var out []Bind
+	add := func(b Bind) {
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	for _, r := range roots {
+		for _, e := range o.protected {
+			parts := strings.Split(e, "/")
+			ok := true
+			for i := range parts {
+				fi, err := os.Lstat(path.Join(r.src, strings.Join(parts[:i+1], "/")))
+				if err != nil || fi.Mode()&fs.ModeSymlink != 0 || i < len(parts)-1 && !fi.IsDir() {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+			for i := 1; i < len(parts); i++ {
+				dir := strings.Join(parts[:i], "/")
+				add(Bind{Source: path.Join(r.src, dir), Target: path.Join(r.dst, dir), Writable: true})
+			}
+			add(Bind{Source: path.Join(r.src, e), Target: path.Join(r.dst, e)})
+		}
+	}
+	return out
+}
