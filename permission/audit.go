@@ -34,6 +34,9 @@ type AuditEntry struct {
 	// Sandbox names the sandbox an escalated run_code call asked for (on
 	// its asking, decision, and "run" or "refused" lines).
 	Sandbox string `json:"sandbox,omitempty"`
+	// Rule names the rule that decided the call, or sent it to a person:
+	// where it is written and its text ("rules.yaml:4: deny shell rm -rf *").
+	Rule string `json:"rule,omitempty"`
 }
 
 // MaxAuditText bounds an audit line's Detail and Reason, in bytes.

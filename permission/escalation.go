@@ -32,18 +32,9 @@ func (g *Gate) decideCode(ctx context.Context, req Request) (Decision, error) {
 		if g.cfg.Asker == nil {
 			return deny("asker", "%s denied: nobody can be asked to approve it", req.describeEscalation()), nil
 		}
-		ok, aerr := g.cfg.Asker(ctx, req)
-		switch {
-		case errors.Is(aerr, ErrAskDeferred):
-			return Decision{By: "asker"}, aerr
-		case aerr != nil:
-			return deny("asker", "%s denied: could not ask: %v", req.describeEscalation(), aerr), nil
-		case !ok:
-			return deny("asker", "%s denied by user", req.describeEscalation()), nil
-		case ctx.Err() != nil:
-			return Decision{By: "asker"}, ctx.Err()
+		if d, err = g.ask(ctx, req, req.describeEscalation()); err != nil || !d.Allowed {
+			return d, err
 		}
-		d = Decision{Allowed: true, By: "asker"}
 	case Approve:
 		if d, err = g.approve(ctx, req); err != nil || !d.Allowed {
 			return d, err

@@ -123,6 +123,24 @@ type Request struct {
 	// person for this one call, in every mode, and the decision must be
 	// confirmed (Gate.Confirm) right before the run.
 	Escalation string
+
+	// The fields below are what Rules match; they carry no weight in
+	// the mode's decision or in an approval's binding.
+
+	// Paths, for a file tool (capabilities Read, Glob, Write), are the
+	// root-relative, cleaned paths the call reads or changes (sandbox.Clean;
+	// a path that cannot be cleaned is passed as given, and no rule allows
+	// it). For glob it is the pattern's directory part.
+	Paths []string
+	// Recursive says the call reads or changes everything below Paths
+	// (grep over a directory, a recursive delete, a directory moved), so a
+	// deny or ask rule on any path that may lie below one of them applies.
+	Recursive bool
+	// Command, for Shell, is the command line the call runs ("" means
+	// Detail is); for process_input it is the text sent to the process.
+	Command string
+	// Host, for Fetch, is the URL's host and port ("example.com:443").
+	Host string
 }
 
 // Printable is s as it can be shown to a person making a decision: s
@@ -168,9 +186,13 @@ type Decision struct {
 	// Reason explains a denial in words the agent sees ("write denied in
 	// read_only mode").
 	Reason string
-	// By says who decided: "mode", "allow", "asker", "ask_when" or
-	// "approval".
+	// By says who decided: "mode", "allow", "rule", "asker", "ask_when"
+	// or "approval".
 	By string
+	// Rule names the rule (Rules) that decided, or that sent the call to
+	// a person: where it is written and its text
+	// ("rules.yaml:4: deny shell rm -rf *"); "" when no rule matched.
+	Rule string
 	// ApprovalID is the approval that allowed or denied the call, if any.
 	ApprovalID string
 	// DecidedBy, with ApprovalID, names the person who approved or denied
@@ -237,6 +259,42 @@ type Config struct {
 	Store *Store
 	// Audit, when set, receives one entry per decision.
 	Audit *AuditLog
+	// Rules, when set, decide a request before the mode does: a deny
+	// holds in every mode, an allow grants in every mode (never an
+	// escalation), an ask puts the call to a person; a request no rule
+	// matches is decided by the mode. See Gate.Check.
+	Rules Rules
+}
+
+// Verdict is what a rule says of a request it matches.
+type Verdict string
+
+// The verdicts, from the weakest to the strictest.
+const (
+	VerdictAllow Verdict = "allow"
+	VerdictAsk   Verdict = "ask"
+	VerdictDeny  Verdict = "deny"
+)
+
+// RuleMatch is the strictest rule matching a request.
+type RuleMatch struct {
+	Verdict Verdict
+	// Rule names the rule: where it is written and its text
+	// ("rules.yaml:4: deny shell rm -rf *").
+	Rule string
+	// Reason is the rule's own reason ("" when it gives none).
+	Reason string
+}
+
+// Rules decide requests before the mode does (package permission/rules
+// implements them). Match returns the strictest matching rule (deny over
+// ask over allow); ok false leaves the request to the mode. Covers
+// reports whether some allow or ask rule may match a request of c, so
+// that a tool needing c is offered even where the mode never allows c.
+// Implementations must be safe for concurrent use.
+type Rules interface {
+	Match(req Request) (m RuleMatch, ok bool)
+	Covers(c Capability) bool
 }
 
 // Gate decides requests. It is safe for concurrent use.
@@ -281,6 +339,8 @@ func (g *Gate) NeverAllows(c Capability) bool {
 		return true
 	case !c.Privileged() || g.allow[c]:
 		return false
+	case g.cfg.Rules != nil && g.cfg.Rules.Covers(c):
+		return false
 	}
 	switch g.cfg.Mode {
 	case ReadOnly:
@@ -291,8 +351,15 @@ func (g *Gate) NeverAllows(c Capability) bool {
 	return false // Approve: a human may approve
 }
 
-// Check decides req. A denial is a Decision with Allowed false, never an
-// error. The error is non-nil only in Approve mode while the request waits
+// Check decides req. With Rules, the strictest matching rule decides
+// first: deny denies in every mode (auto too); allow allows in every mode
+// (read_only too), except a run_code escalation, which only a person
+// allows; ask puts the call to a person — the approval store in approve
+// mode, else the Asker when there is one, else the approval store when
+// there is one, else it is denied (read_only and auto have nobody to ask
+// unless the front end gave an Asker or a store). A request no rule
+// matches is decided by the mode. A denial is a Decision with Allowed
+// false, never an error. The error is non-nil only in Approve mode while the request waits
 // for a human (*ApprovalRequiredError), when the Asker deferred
 // (ErrAskDeferred), or when ctx is done (also when it is done by the time
 // the Asker says yes: the answer then allows nothing).
@@ -302,9 +369,13 @@ func (g *Gate) Check(ctx context.Context, req Request) (Decision, error) {
 	}
 	var d Decision
 	var err error
-	if req.Capability == Code {
+	m, ruled := g.matchRule(req)
+	switch {
+	case ruled:
+		d, err = g.decideRule(ctx, req, m)
+	case req.Capability == Code:
 		d, err = g.decideCode(ctx, req)
-	} else {
+	default:
 		d, err = g.decide(ctx, req)
 	}
 	if aerr := g.audit(req, d, err); aerr != nil && d.Allowed {
@@ -334,24 +405,30 @@ func (g *Gate) decide(ctx context.Context, req Request) (Decision, error) {
 		if g.cfg.Asker == nil {
 			return deny("asker", "%s denied by user (nobody to ask)", req.describe()), nil
 		}
-		ok, err := g.cfg.Asker(ctx, req)
-		switch {
-		case errors.Is(err, ErrAskDeferred):
-			return Decision{By: "asker"}, err
-		case err != nil:
-			return deny("asker", "%s denied: could not ask: %v", req.describe(), err), nil
-		case !ok:
-			return deny("asker", "%s denied by user", req.describe()), nil
-		case ctx.Err() != nil:
-			// A yes that came after the call was given up covers
-			// nothing: the call is over.
-			return Decision{By: "asker"}, ctx.Err()
-		}
-		return Decision{Allowed: true, By: "asker"}, nil
+		return g.ask(ctx, req, req.describe())
 	case Approve:
 		return g.approve(ctx, req)
 	}
 	return deny("mode", "%s denied in %s mode", c, g.cfg.Mode), nil
+}
+
+// ask puts req to the Asker (which must be set); what names the action
+// in a denial.
+func (g *Gate) ask(ctx context.Context, req Request, what string) (Decision, error) {
+	ok, err := g.cfg.Asker(ctx, req)
+	switch {
+	case errors.Is(err, ErrAskDeferred):
+		return Decision{By: "asker"}, err
+	case err != nil:
+		return deny("asker", "%s denied: could not ask: %v", what, err), nil
+	case !ok:
+		return deny("asker", "%s denied by user", what), nil
+	case ctx.Err() != nil:
+		// A yes that came after the call was given up covers nothing:
+		// the call is over.
+		return Decision{By: "asker"}, ctx.Err()
+	}
+	return Decision{Allowed: true, By: "asker"}, nil
 }
 
 func (g *Gate) approve(ctx context.Context, req Request) (Decision, error) {
@@ -424,5 +501,6 @@ func (g *Gate) entry(req Request, d Decision, outcome string) AuditEntry {
 		DecidedBy:  d.DecidedBy,
 		Reason:     d.Reason,
 		Sandbox:    req.Escalation,
+		Rule:       d.Rule,
 	}
 }
