@@ -15,9 +15,9 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -68,52 +68,21 @@ type Target struct {
 	Workers int
 }
 
-// batchBytes and batchFiles bound what Unpack holds before writing;
-// readBuffer is how much of the stream it reads at once.
-const (
-	batchBytes = 16 << 20
-	batchFiles = 256
-	readBuffer = 64 << 10
-)
-
 // Unpack writes the directories and regular files of the tar stream r
 // below dir into t, and says how many files it wrote. Entries are checked
 // as they come: one that is neither a file nor a directory, or whose name
-// leads out of dir, stops it with an error naming the entry. Directories
-// are made as they come (after the files held whose paths they would
-// cross); files are held at most batchBytes at a time and written
-// Workers at once, taken from their directories in turn (writes into one
-// directory wait on each other in the kernel, writes into several do
-// not). After a failure the files written stay, and the count says how
-// many.
+// leads out of dir, stops it with an error naming the entry. Reading and
+// writing overlap: files are queued as they come, at most queueBytes and
+// queueFiles at a time, and Workers writers take them from their
+// directories in turn (writes into one directory wait on each other in
+// the kernel, writes into several do not). The stream's order holds
+// where it means something: the same file twice, or a directory or file
+// in the path of a file not yet written, waits until the queue is
+// written. After a failure the files written stay, and the count says
+// how many.
 func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error) {
-	var n atomic.Int64
-	var batch []File
-	held := 0
-	pending := map[string]bool{} // the destinations in batch
-	flush := func() error {
-		order := interleaved(batch)
-		err := Parallel(ctx, len(order), t.Workers, func(i int) error {
-			if err := t.Write(ctx, batch[order[i]]); err != nil {
-				return err
-			}
-			n.Add(1)
-			return nil
-		})
-		batch, held = batch[:0], 0
-		clear(pending)
-		return err
-	}
-	// crosses reports whether making directory dst would meet a file held
-	// (at dst, or at one of its parents).
-	crosses := func(dst string) bool {
-		for d := dst; d != "." && d != "/" && d != ""; d = path.Dir(d) {
-			if pending[d] {
-				return true
-			}
-		}
-		return false
-	}
+	q := newQueue(ctx, t)
+	defer q.stop()
 	// Headers are read 512 bytes at a time: buffered, a pipe or a
 	// stream's inbox is read in chunks, not a call per header.
 	tr := tar.NewReader(bufio.NewReaderSize(r, readBuffer))
@@ -121,80 +90,214 @@ func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			err := flush() // before the count is read
-			return int(n.Load()), err
+			err := q.drain()
+			return q.written(), err
 		}
 		if err != nil {
-			return int(n.Load()), fmt.Errorf("unpack: %w", err)
+			return q.fail(fmt.Errorf("unpack: %w", err))
 		}
 		dst, err := Destination(dir, hdr.Name)
 		if err != nil {
-			return int(n.Load()), err
+			return q.fail(err)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if crosses(dst) {
-				if err := flush(); err != nil {
-					return int(n.Load()), err
+			if q.crosses(dst) {
+				if err := q.drain(); err != nil {
+					return q.written(), err
 				}
 			}
 			if err := t.Mkdir(ctx, dst); err != nil {
-				return int(n.Load()), err
+				return q.fail(err)
 			}
 		case tar.TypeReg:
 			if total += hdr.Size; hdr.Size < 0 || total > MaxBytes {
-				return int(n.Load()), fmt.Errorf("unpack: more than %d bytes: %w", MaxBytes, sandbox.ErrTooLarge)
+				return q.fail(fmt.Errorf("unpack: more than %d bytes: %w", MaxBytes, sandbox.ErrTooLarge))
 			}
 			data, err := io.ReadAll(tr)
 			if err != nil {
-				return int(n.Load()), fmt.Errorf("unpack: %s: %w", hdr.Name, err)
+				return q.fail(fmt.Errorf("unpack: %s: %w", hdr.Name, err))
 			}
-			if pending[dst] || crosses(path.Dir(dst)) {
-				// The same file twice, or a file below one held: the
+			if q.crosses(dst) || q.crosses(path.Dir(dst)) {
+				// The same file twice, or a file below one queued: the
 				// stream's order decides, as it would one at a time.
-				if err := flush(); err != nil {
-					return int(n.Load()), err
+				if err := q.drain(); err != nil {
+					return q.written(), err
 				}
 			}
-			batch = append(batch, File{Dst: dst, Data: data, Mode: fs.FileMode(hdr.Mode).Perm(), ModTime: hdr.ModTime})
-			pending[dst] = true
-			if held += len(data); held >= batchBytes || len(batch) >= batchFiles {
-				if err := flush(); err != nil {
-					return int(n.Load()), err
-				}
+			if err := q.put(File{Dst: dst, Data: data, Mode: fs.FileMode(hdr.Mode).Perm(), ModTime: hdr.ModTime}); err != nil {
+				return q.written(), err
 			}
 		default:
-			return int(n.Load()), fmt.Errorf("unpack: entry %q is neither a file nor a directory (type %q): %w", hdr.Name, hdr.Typeflag, sandbox.ErrUnsupported)
+			return q.fail(fmt.Errorf("unpack: entry %q is neither a file nor a directory (type %q): %w", hdr.Name, hdr.Typeflag, sandbox.ErrUnsupported))
 		}
 	}
 }
 
-// interleaved orders the indices of files so that consecutive ones are
-// in different directories where it can: the first file of each
-// directory (in the order the directories first come), then the second
-// of each, and so on.
-func interleaved(files []File) []int {
-	var dirs [][]int
-	at := map[string]int{}
-	for i, f := range files {
-		d := path.Dir(f.Dst)
-		k, ok := at[d]
-		if !ok {
-			k = len(dirs)
-			at[d] = k
-			dirs = append(dirs, nil)
-		}
-		dirs[k] = append(dirs[k], i)
+// queue is Unpack's files between the stream and the writers: queued or
+// being written, by directory, with the writers taking the directories
+// in turn.
+type queue struct {
+	ctx  context.Context
+	t    Target
+	mu   sync.Mutex
+	cond *sync.Cond
+	dirs map[string][]File // the files waiting, by directory
+	ring []string          // the directories with files waiting, in turn
+	next int               // the ring's next directory
+	// pending counts the files queued or being written at each
+	// destination; held and files are their bytes and number.
+	pending     map[string]int
+	held, files int
+	n           int
+	err         error
+	closed      bool
+	wg          sync.WaitGroup
+	unwatch     func() bool
+}
+
+// queueBytes and queueFiles bound what Unpack holds before it is
+// written; readBuffer is how much of the stream it reads at once.
+const (
+	queueBytes = 16 << 20
+	queueFiles = 256
+	readBuffer = 64 << 10
+)
+
+func newQueue(ctx context.Context, t Target) *queue {
+	q := &queue{ctx: ctx, t: t, dirs: map[string][]File{}, pending: map[string]int{}}
+	q.cond = sync.NewCond(&q.mu)
+	// A cancel wakes every wait, which then sees it.
+	q.unwatch = context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.setErr(ctx.Err())
+		q.mu.Unlock()
+	})
+	for range max(t.Workers, 1) {
+		q.wg.Add(1)
+		go q.work()
 	}
-	order := make([]int, 0, len(files))
-	for round := 0; len(order) < len(files); round++ {
-		for _, d := range dirs {
-			if round < len(d) {
-				order = append(order, d[round])
-			}
+	return q
+}
+
+// setErr keeps the first error and wakes every wait; mu is held.
+func (q *queue) setErr(err error) {
+	if q.err == nil && err != nil {
+		q.err = err
+	}
+	q.cond.Broadcast()
+}
+
+// put queues f, waiting while the queue is full.
+func (q *queue) put(f File) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.err == nil && q.files > 0 && (q.files >= queueFiles || q.held+len(f.Data) > queueBytes) {
+		q.cond.Wait()
+	}
+	if q.err != nil {
+		return q.err
+	}
+	d := path.Dir(f.Dst)
+	if len(q.dirs[d]) == 0 {
+		q.ring = append(q.ring, d)
+	}
+	q.dirs[d] = append(q.dirs[d], f)
+	q.pending[f.Dst]++
+	q.held += len(f.Data)
+	q.files++
+	q.cond.Broadcast()
+	return nil
+}
+
+// crosses reports whether dst, or one of its parents, is a file queued
+// or being written.
+func (q *queue) crosses(dst string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for d := dst; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+		if q.pending[d] > 0 {
+			return true
 		}
 	}
-	return order
+	return false
+}
+
+// drain waits until every file queued is written, or one failed.
+func (q *queue) drain() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.err == nil && q.files > 0 {
+		q.cond.Wait()
+	}
+	return q.err
+}
+
+// work writes the files queued, taking the directories in turn, until
+// the queue is stopped or a write failed.
+func (q *queue) work() {
+	defer q.wg.Done()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		for q.err == nil && !q.closed && len(q.ring) == 0 {
+			q.cond.Wait()
+		}
+		if q.err != nil || len(q.ring) == 0 {
+			return
+		}
+		q.next %= len(q.ring)
+		d := q.ring[q.next]
+		f := q.dirs[d][0]
+		if q.dirs[d] = q.dirs[d][1:]; len(q.dirs[d]) == 0 {
+			delete(q.dirs, d)
+			q.ring = slices.Delete(q.ring, q.next, q.next+1)
+		} else {
+			q.next++
+		}
+		q.mu.Unlock()
+		err := q.t.Write(q.ctx, f)
+		q.mu.Lock()
+		if err != nil {
+			q.setErr(err)
+			continue
+		}
+		q.n++
+		if q.pending[f.Dst]--; q.pending[f.Dst] == 0 {
+			delete(q.pending, f.Dst)
+		}
+		q.held -= len(f.Data)
+		q.files--
+		q.cond.Broadcast()
+	}
+}
+
+// written is how many files were written.
+func (q *queue) written() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// fail stops the queue's writers and returns how many files they wrote,
+// and err.
+func (q *queue) fail(err error) (int, error) {
+	q.mu.Lock()
+	q.setErr(err)
+	q.mu.Unlock()
+	q.stop()
+	return q.written(), err
+}
+
+// stop ends the writers once the files queued are written (or one
+// failed) and waits for them.
+func (q *queue) stop() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	q.wg.Wait()
+	q.unwatch()
 }
 
 // Write writes the tar stream that fill makes to w in chunks of size

@@ -152,41 +152,61 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-// Unpack keeps what the stream's order means while it writes a batch at
-// once: the same file twice ends with its last content, a directory (or
-// a file) in the path of a file held comes after that file's write, and
-// a batch's files are taken from their directories in turn.
+// Unpack keeps what the stream's order means while it writes files at
+// once: the same file twice ends with its last content, and a directory
+// (or a file) in the path of a file queued comes after that file's
+// write. Writes that do not depend on each other may go in any order:
+// each case lists the calls that must come before others.
 func TestUnpackKeepsTheStreamOrder(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		entries []entry
-		want    []string // the Target's calls in order, with Workers 1
+		calls   int         // how many calls the Target gets
+		before  [][2]string // pairs of calls, the first before the second
 	}{
-		{"the same file twice", []entry{{name: "f", body: "1"}, {name: "f", body: "2"}}, []string{"write in/f 1", "write in/f 2"}},
-		{"a directory where a file was", []entry{{name: "a", body: "1"}, {name: "a/", typ: tar.TypeDir}}, []string{"write in/a 1", "mkdir in/a"}},
-		{"a file below a file", []entry{{name: "a", body: "1"}, {name: "a/b", body: "2"}}, []string{"write in/a 1", "write in/a/b 2"}},
-		{"directories made as they come", []entry{{name: "x/", typ: tar.TypeDir}, {name: "x/1", body: "1"}, {name: "y/", typ: tar.TypeDir}, {name: "y/1", body: "2"}},
-			[]string{"mkdir in/x", "mkdir in/y", "write in/x/1 1", "write in/y/1 2"}},
-		{"directories in turn", []entry{{name: "x/1", body: "a"}, {name: "x/2", body: "b"}, {name: "x/3", body: "c"}, {name: "y/1", body: "d"}, {name: "y/2", body: "e"}},
-			[]string{"write in/x/1 a", "write in/y/1 d", "write in/x/2 b", "write in/y/2 e", "write in/x/3 c"}},
+		{"the same file twice", []entry{{name: "f", body: "1"}, {name: "f", body: "2"}}, 2,
+			[][2]string{{"write in/f 1", "write in/f 2"}}},
+		{"a directory where a file was", []entry{{name: "a", body: "1"}, {name: "a/", typ: tar.TypeDir}}, 2,
+			[][2]string{{"write in/a 1", "mkdir in/a"}}},
+		{"a file below a file", []entry{{name: "a", body: "1"}, {name: "a/b", body: "2"}}, 2,
+			[][2]string{{"write in/a 1", "write in/a/b 2"}}},
+		{"a file below a file deeper", []entry{{name: "a", body: "1"}, {name: "x/y", body: "3"}, {name: "a/b/c", body: "2"}}, 3,
+			[][2]string{{"write in/a 1", "write in/a/b/c 2"}}},
+		{"directories before their files", []entry{{name: "x/", typ: tar.TypeDir}, {name: "x/1", body: "1"}, {name: "y/", typ: tar.TypeDir}, {name: "y/1", body: "2"}}, 4,
+			[][2]string{{"mkdir in/x", "write in/x/1 1"}, {"mkdir in/x", "mkdir in/y"}, {"mkdir in/y", "write in/y/1 2"}}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			var calls []string
-			tgt := treetar.Target{
-				Mkdir: func(_ context.Context, dst string) error { calls = append(calls, "mkdir "+dst); return nil },
-				Write: func(_ context.Context, f treetar.File) error {
-					calls = append(calls, "write "+f.Dst+" "+string(f.Data))
-					return nil
-				},
-				Workers: 1,
-			}
-			if _, err := treetar.Unpack(context.Background(), bytes.NewReader(stream(t, c.entries...)), "in", tgt); err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(calls, "; ") != strings.Join(c.want, "; ") {
-				t.Errorf("calls\n  %q\nwant\n  %q", calls, c.want)
-			}
-		})
+		for _, workers := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/%d writers", c.name, workers), func(t *testing.T) {
+				var mu sync.Mutex
+				at := map[string]int{}
+				call := func(s string) {
+					mu.Lock()
+					defer mu.Unlock()
+					at[s] = len(at)
+				}
+				tgt := treetar.Target{
+					Mkdir: func(_ context.Context, dst string) error { call("mkdir " + dst); return nil },
+					Write: func(_ context.Context, f treetar.File) error {
+						call("write " + f.Dst + " " + string(f.Data))
+						return nil
+					},
+					Workers: workers,
+				}
+				if _, err := treetar.Unpack(context.Background(), bytes.NewReader(stream(t, c.entries...)), "in", tgt); err != nil {
+					t.Fatal(err)
+				}
+				if len(at) != c.calls {
+					t.Errorf("calls %v, want %d of them", at, c.calls)
+				}
+				for _, b := range c.before {
+					first, ok1 := at[b[0]]
+					second, ok2 := at[b[1]]
+					if !ok1 || !ok2 || first > second {
+						t.Errorf("%q must come before %q: calls %v", b[0], b[1], at)
+					}
+				}
+			})
+		}
 	}
 }
 
