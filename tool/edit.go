@@ -104,7 +104,7 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		if refuse != nil {
 			return *refuse, nil
 		}
-		if out, ok, err := ts.gate(ctx, permission.Read, "edit_file", a.Path, a); !ok {
+		if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Read, Tool: "edit_file", Detail: a.Path, Paths: ts.rulePaths(a.Path)}, a); !ok {
 			return out, err
 		}
 		return structured(p.result(a.Path, true)), nil
@@ -119,7 +119,7 @@ func editFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if refuse != nil {
 		return *refuse, nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "edit_file", a.Path, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Write, Tool: "edit_file", Detail: a.Path, Paths: ts.rulePaths(a.Path)}, a); !ok {
 		return out, err
 	}
 	if ts.personDecides() {

@@ -121,7 +121,7 @@ func writeFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if _, refuse := ts.checkOverwrite(ctx, a.Path); refuse != nil {
 		return *refuse, nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "write_file", a.Path, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Write, Tool: "write_file", Detail: a.Path, Paths: ts.rulePaths(a.Path)}, a); !ok {
 		return out, err
 	}
 	if err := ts.opts.Sandbox.Write(ctx, a.Path, []byte(*a.Content)); err != nil {
@@ -136,6 +136,23 @@ type globArgs struct {
 	IncludeIgnored bool   `json:"include_ignored,omitempty"`
 }
 
+// globBase is the directory part of a glob pattern: its elements before
+// the first that holds a wildcard ("." when that is the first).
+func globBase(pattern string) string {
+	segs := strings.Split(pattern, "/")
+	n := 0
+	for n < len(segs)-1 && !strings.ContainsAny(segs[n], "*?[{\\") {
+		n++
+	}
+	if base := strings.Join(segs[:n], "/"); base != "" || strings.HasPrefix(pattern, "/") {
+		if base == "" {
+			return "/"
+		}
+		return base
+	}
+	return "."
+}
+
 func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
 	var a globArgs
 	if err := decode(raw, &a); err != nil {
@@ -147,7 +164,7 @@ func globFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if out, bad := badPath("glob", a.Pattern); bad {
 		return out, nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Glob, "glob", a.Pattern, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Glob, Tool: "glob", Detail: a.Pattern, Paths: ts.rulePaths(globBase(a.Pattern))}, a); !ok {
 		return out, err
 	}
 	files, more, err := ts.glob(ctx, a)

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,7 +68,7 @@ func grepFiles(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if a.Path != "" {
 		detail += " in " + a.Path
 	}
-	if out, ok, err := ts.gate(ctx, permission.Read, "grep", detail, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Read, Tool: "grep", Detail: detail, Paths: ts.rulePaths(cmp.Or(a.Path, ".")), Recursive: true}, a); !ok {
 		return out, err
 	}
 	res, err := s.Search(ctx, sandbox.SearchRequest{

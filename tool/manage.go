@@ -61,7 +61,7 @@ func listDir(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, err
 	if a.Depth < 1 || a.Depth > MaxListDepth {
 		return failf("depth must be between 1 and %d", MaxListDepth), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Read, "list", a.Path, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Read, Tool: "list", Detail: a.Path, Paths: ts.rulePaths(a.Path)}, a); !ok {
 		return out, err
 	}
 	sb := ts.opts.Sandbox
@@ -129,14 +129,16 @@ func moveFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		}
 	}
 	sb := ts.opts.Sandbox
-	if _, err := sb.Stat(ctx, a.From); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+	fi, err := sb.Stat(ctx, a.From)
+	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return failf("%s", describeErr(asOp("move", err))), nil
 	}
 	// A file it replaces is guarded as a write_file over it would be.
 	if _, refuse := ts.checkOverwrite(ctx, a.To); refuse != nil {
 		return *refuse, nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "move", a.From+" -> "+a.To, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Write, Tool: "move", Detail: a.From + " -> " + a.To,
+		Paths: ts.rulePaths(a.From, a.To), Recursive: err == nil && fi.Kind == sandbox.KindDir}, a); !ok {
 		return out, err
 	}
 	if err := sb.Rename(ctx, a.From, a.To); err != nil {
@@ -175,7 +177,7 @@ func deletePath(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, 
 	if a.Recursive {
 		detail += " (recursive)"
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "delete", detail, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Write, Tool: "delete", Detail: detail, Paths: ts.rulePaths(a.Path), Recursive: a.Recursive}, a); !ok {
 		return out, err
 	}
 	if err := ts.opts.Sandbox.Remove(ctx, a.Path, a.Recursive); err != nil {
@@ -199,7 +201,7 @@ func makeDir(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, err
 	if out, bad := badPath("mkdir", a.Path); bad {
 		return out, nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "mkdir", a.Path, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Write, Tool: "mkdir", Detail: a.Path, Paths: ts.rulePaths(a.Path)}, a); !ok {
 		return out, err
 	}
 	if err := ts.opts.Sandbox.Mkdir(ctx, a.Path); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func applyPatch(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, 
 	if refuse != nil {
 		return *refuse, nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Write, "apply_patch", patchDetail(files), a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Write, Tool: "apply_patch", Detail: patchDetail(files), Paths: ts.rulePaths(patchPaths(files)...)}, a); !ok {
 		return out, err
 	}
 	if ts.personDecides() {
@@ -130,6 +131,19 @@ func patchDetail(files []*patch.File) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// patchPaths are every path a patch names: each file's old and new path.
+func patchPaths(files []*patch.File) []string {
+	var out []string
+	for _, f := range files {
+		for _, p := range []string{f.OldPath, f.NewPath} {
+			if p != "" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // planPatch reads every file the patch changes and applies its hunks in

@@ -344,7 +344,7 @@ func processInput(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output
 	}
 	// What a process reads may be commands (a shell, an interpreter): it
 	// passes the gate as a shell command would.
-	if out, ok, err := ts.gate(ctx, permission.Shell, "process_input", a.ID+": "+a.Data, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Shell, Tool: "process_input", Detail: a.ID + ": " + a.Data, Command: a.Data}, a); !ok {
 		return out, err
 	}
 	written := make(chan error, 1)

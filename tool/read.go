@@ -63,7 +63,7 @@ func readFile(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		return failf("limit must not be negative"), nil
 	}
 	detail := strings.Join(paths, ", ")
-	if out, ok, err := ts.gate(ctx, permission.Read, "read_file", detail, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Read, Tool: "read_file", Detail: detail, Paths: ts.rulePaths(paths...)}, a); !ok {
 		return out, err
 	}
 	if len(paths) == 1 {

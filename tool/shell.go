@@ -123,7 +123,7 @@ func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		}
 		timeout = t
 	}
-	if out, ok, err := ts.gate(ctx, permission.Shell, "shell", a.Command, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Shell, Tool: "shell", Detail: a.Command, Command: a.Command}, a); !ok {
 		return out, err
 	}
 	cmd := sandbox.Command{Shell: a.Command, Timeout: timeout, Dir: a.Dir}

@@ -233,7 +233,11 @@ func (ts *Toolset) Call(ctx context.Context, name string, args json.RawMessage) 
 // exactly what the tool will do — never the raw JSON, where duplicate or
 // differently-cased keys could read one way to the approver and another to
 // the decoder.
-func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, detail string, args any) (Output, bool, error) {
+//
+// req is the request without Args and Scope, which gate adds: the
+// capability, the tool, the detail a person reads, and what rules match
+// (Paths from rulePaths, Command, Host).
+func (ts *Toolset) gate(ctx context.Context, req permission.Request, args any) (Output, bool, error) {
 	// Only a person (ask) or an approval (approve) looks at the
 	// arguments: encode them only then.
 	var raw json.RawMessage
@@ -245,7 +249,8 @@ func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, deta
 	}
 	// A full approval store is a denial that says so (the gate fails
 	// closed on every store error), not an error of its own.
-	d, err := ts.opts.Gate.Check(ctx, permission.Request{Capability: c, Detail: detail, Tool: tool, Args: raw, Scope: ts.scope})
+	req.Args, req.Scope = raw, ts.scope
+	d, err := ts.opts.Gate.Check(ctx, req)
 	if err != nil {
 		return Output{}, false, err
 	}
@@ -253,6 +258,20 @@ func (ts *Toolset) gate(ctx context.Context, c permission.Capability, tool, deta
 		return failf("%s", d.Reason), false, nil
 	}
 	return Output{}, true, nil
+}
+
+// rulePaths are paths as rules match them (permission.Request.Paths):
+// root-relative and clean (sandbox.Clean); one that cannot be cleaned is
+// passed as it is, and no rule allows it.
+func (ts *Toolset) rulePaths(paths ...string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if c, err := sandbox.Clean(ts.opts.Sandbox.Root(), p); err == nil {
+			p = c
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // badPath refuses, without a word of it echoed, a path (or pattern) no

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/permission/rules"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/container"
 	"github.com/hutchsandbox/hutch/sandbox/local"
@@ -502,5 +503,65 @@ func TestApprovalBoundToSandbox(t *testing.T) {
 	out, err := callRaw(t, tsB, "write_file", args)
 	if err == nil && !out.IsError {
 		t.Fatalf("sandbox B used the approval granted for sandbox A's request %s", ar.ID)
+	}
+}
+
+// TestRulesFileDecidesTheRealTools runs the real tools over the local
+// tier with a rules file in read_only mode: an allowed command runs, a
+// denied path stops the file tools, and the audit log names the rule.
+func TestRulesFileDecidesTheRealTools(t *testing.T) {
+	sb, dir := localSB(t)
+	must(t, os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=1\n"), 0o600))
+	must(t, os.Mkdir(filepath.Join(dir, "notes"), 0o755))
+	rulesPath := filepath.Join(t.TempDir(), "rules.yaml")
+	must(t, os.WriteFile(rulesPath, []byte(`rules:
+  - allow: shell echo ok *
+  - deny: read .env
+    reason: secrets
+  - deny: write *.env
+  - allow: write notes/**
+`), 0o600))
+	set, err := rules.Load(rulesPath)
+	must(t, err)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := permission.OpenAudit(auditPath)
+	must(t, err)
+	defer audit.Close()
+	ts := toolset(t, sb, permission.Config{Mode: permission.ReadOnly, Rules: set, Audit: audit})
+	if got := names(ts); !slices.Contains(got, "shell") || !slices.Contains(got, "write_file") {
+		t.Fatalf("read_only with allow rules offers %v, want shell and write_file among them", got)
+	}
+
+	out := call(t, ts, "shell", map[string]any{"command": "echo ok from rules"})
+	if out.IsError || !strings.Contains(out.Text, "ok from rules") {
+		t.Errorf("allowed command: %+v", out)
+	}
+	wantErrText(t, call(t, ts, "shell", map[string]any{"command": "echo ok; touch x"}), "shell denied in read_only mode")
+	wantErrText(t, call(t, ts, "read_file", map[string]any{"path": ".env"}), "denied by rule "+rulesPath+":3: deny read .env (secrets)")
+	wantErrText(t, call(t, ts, "read_file", map[string]any{"paths": []string{"notes/../.env"}}), "deny read .env")
+	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "x.env", "content": "x"}), "deny write *.env")
+	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "notes/.env", "content": "x"}), "deny write *.env")
+	wantErrText(t, call(t, ts, "write_file", map[string]any{"path": "other.txt", "content": "x"}), "write denied in read_only mode")
+	wantErrText(t, call(t, ts, "grep", map[string]any{"pattern": "SECRET"}), "deny read .env")
+	wantOK(t, call(t, ts, "write_file", map[string]any{"path": "notes/a.txt", "content": "x"}))
+	wantErrText(t, call(t, ts, "move", map[string]any{"from": "notes/a.txt", "to": "notes/a.env"}), "deny write *.env")
+	wantErrText(t, call(t, ts, "apply_patch", map[string]any{"patch": "--- /dev/null\n+++ b/notes/b.env\n@@ -0,0 +1 @@\n+x\n"}), "deny write *.env")
+	if data, err := os.ReadFile(filepath.Join(dir, ".env")); err != nil || string(data) != "SECRET=1\n" {
+		t.Errorf(".env changed: %q %v", data, err)
+	}
+
+	f, err := os.ReadFile(auditPath)
+	must(t, err)
+	var lines []permission.AuditEntry
+	for l := range strings.Lines(string(f)) {
+		var e permission.AuditEntry
+		must(t, json.Unmarshal([]byte(l), &e))
+		lines = append(lines, e)
+	}
+	if len(lines) < 3 || lines[0].Rule != rulesPath+":2: allow shell echo ok *" || lines[0].By != "rule" || lines[0].Outcome != "allowed" {
+		t.Fatalf("first audit line %+v, want the allow rule", lines)
+	}
+	if lines[1].Rule != "" || lines[2].Rule != rulesPath+":3: deny read .env" || lines[2].Outcome != "denied" {
+		t.Errorf("audit lines 2 and 3: %+v %+v", lines[1], lines[2])
 	}
 }

@@ -3,6 +3,9 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/permission"
@@ -29,7 +32,7 @@ func fetchURL(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 	if strings.TrimSpace(a.URL) == "" {
 		return failf("fetch needs a url"), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Fetch, "fetch", a.URL, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Fetch, Tool: "fetch", Detail: a.URL, Host: urlHost(a.URL)}, a); !ok {
 		return out, err
 	}
 	res, err := ts.opts.Fetcher.Fetch(ctx, a.URL)
@@ -62,7 +65,7 @@ func webSearch(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, e
 	if strings.TrimSpace(a.Query) == "" {
 		return failf("web_search needs a query"), nil
 	}
-	if out, ok, err := ts.gate(ctx, permission.Search, "web_search", a.Query, a); !ok {
+	if out, ok, err := ts.gate(ctx, permission.Request{Capability: permission.Search, Tool: "web_search", Detail: a.Query}, a); !ok {
 		return out, err
 	}
 	results, err := Search(ctx, ts.opts.Search, a.Query)
@@ -89,4 +92,22 @@ type WebSearchItem struct {
 	Title   string `json:"title"`
 	URL     string `json:"url"`
 	Snippet string `json:"snippet"`
+}
+
+// urlHost is the host and port a URL reaches, as rules match it
+// (permission.Request.Host): "example.com:443", the scheme's port when
+// the URL names none; "" for a URL without a host.
+func urlHost(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[strings.ToLower(u.Scheme)]
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		return u.Hostname()
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
