@@ -15,23 +15,12 @@ func protectedContainer(t *testing.T, dir string) sandbox.Sandbox {
 	return newSB(t, container.Options{Binds: []container.Bind{{Source: dir, Target: dir, Writable: true}}, WorkDir: dir})
 }
 
-// The helper's file operations keep the protected paths read-only in a
-// writable bind, whether they existed when the container started or not.
-func TestFileToolsKeepProtectedPaths(t *testing.T) {
-	sandboxtest.RunProtected(t, protectedContainer)
-}
-
-// missingGap is why a command can still make a protected path that did
-// not exist when the container started (docs/security.md).
-const missingGap = "a read-only bind needs an existing source and mount point, and hutch makes none in the host's directory"
-
-// A command cannot write, create, rename or remove a protected path that
-// existed when the container started (read-only binds over each).
-func TestCommandsKeepExistingProtectedPaths(t *testing.T) {
-	sandboxtest.RunProtectedCommands(t, protectedContainer, true, missingGap)
-}
-
-// The gap stated in docs/security.md, as a test: the case skips naming it.
-func TestCommandsKeepMissingProtectedPaths(t *testing.T) {
-	sandboxtest.RunProtectedCommands(t, protectedContainer, false, missingGap)
+// Protected paths stay read-only in a writable root: the file tools
+// refuse every one, existing or not; a command cannot write, create,
+// rename or remove one that existed when the container started, by
+// redirection, cp, mv, ln (soft or hard), mkdir, touch, chmod or rm, nor
+// through a link. The missing-path case for commands skips naming the
+// gap docs/security.md states.
+func TestProtectedPathsStayReadOnly(t *testing.T) {
+	sandboxtest.RunProtectedAll(t, protectedContainer, "a read-only bind needs an existing source and mount point, and hutch makes none in the host's directory")
 }

@@ -186,3 +186,12 @@ func fileEq(p, want string) bool {
 	data, err := os.ReadFile(p)
 	return err == nil && string(data) == want
 }
+
+// RunProtectedAll runs RunProtected and RunProtectedCommands (existing
+// and missing paths) as subtests: the whole guarantee of a tier whose
+// commands are confined.
+func RunProtectedAll(t *testing.T, newSB ProtectedFactory, missingGap string) {
+	t.Run("file_tools", func(t *testing.T) { RunProtected(t, newSB) })
+	t.Run("commands_existing", func(t *testing.T) { RunProtectedCommands(t, newSB, true, missingGap) })
+	t.Run("commands_missing", func(t *testing.T) { RunProtectedCommands(t, newSB, false, missingGap) })
+}
