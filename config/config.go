@@ -55,6 +55,11 @@ type Settings struct {
 	// ("24h", the default when empty; "0": no expiry).
 	DecisionTTL string `yaml:"decision_ttl"`
 	Audit       string `yaml:"audit"`
+	// Rules is a rules file (package permission/rules): allow, ask and
+	// deny rules the gate applies before its mode. A file that cannot be
+	// loaded is an error matching permission.ErrConfig (a relative path
+	// is relative to the current directory, as store and audit are).
+	Rules string `yaml:"rules"`
 	// HTTP, HTTPTokenFile and HTTPNoAuth are the MCP server's transport
 	// settings (the address to serve, the bearer token's file, an explicit
 	// opt-out of authentication). New does not read them; the server's

@@ -36,13 +36,13 @@ func open(t *testing.T, s config.Settings) *config.Built {
 func TestLoadReadsTheYAMLKeys(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "good.yaml")
 	body := "tier: local\nroot: /tmp\nmode: auto\nallow: [write]\nfetch_allow: [example.com]\nsearch_url: http://s\n" +
-		"store: a.db\ndecision_ttl: 1h\naudit: a.jsonl\nhttp: :1\nhttp_token_file: t\nhttp_no_auth: true\npolicy: p.yaml\nimage: img\nruntime: podman\n"
+		"store: a.db\ndecision_ttl: 1h\naudit: a.jsonl\nrules: r.yaml\nhttp: :1\nhttp_token_file: t\nhttp_no_auth: true\npolicy: p.yaml\nimage: img\nruntime: podman\n"
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, err := config.Load(p)
 	want := config.Settings{Tier: "local", Root: "/tmp", Mode: "auto", Allow: []string{"write"}, FetchAllow: []string{"example.com"},
-		SearchURL: "http://s", Store: "a.db", DecisionTTL: "1h", Audit: "a.jsonl", HTTP: ":1", HTTPTokenFile: "t", HTTPNoAuth: true,
+		SearchURL: "http://s", Store: "a.db", DecisionTTL: "1h", Audit: "a.jsonl", Rules: "r.yaml", HTTP: ":1", HTTPTokenFile: "t", HTTPNoAuth: true,
 		PolicyFile: "p.yaml", Image: "img", Runtime: "podman", Dir: filepath.Dir(p)}
 	if err != nil || !reflect.DeepEqual(s, want) {
 		t.Errorf("Load = %+v, %v; want %+v", s, err, want)
@@ -102,6 +102,7 @@ func TestNewRefusesBadSettings(t *testing.T) {
 		{"local without root", config.Settings{Tier: "local"}, config.ErrConfig, "needs --root DIR"},
 		{"local rooted at /", config.Settings{Tier: "local", Root: "/"}, config.ErrConfig, "refusing --root /"},
 		{"missing policy file", config.Settings{Tier: "isolated", PolicyFile: filepath.Join(dir, "nope.yaml")}, cfgerr.ErrAny, "nope.yaml"},
+		{"missing rules file", config.Settings{Rules: filepath.Join(dir, "rules.yaml")}, permission.ErrConfig, "rules file"},
 		{"audit log in a missing directory", config.Settings{Audit: filepath.Join(dir, "no", "audit.jsonl")}, config.ErrConfig, "audit log"},
 	}
 	for _, c := range cases {
@@ -171,6 +172,31 @@ func TestAskerDecidesInAskModeOnly(t *testing.T) {
 		d, err := b.Tools.Gate.Check(bg, permission.Request{Capability: permission.Write, Detail: "a.txt"})
 		if err != nil || asked != c.asked || d.Allowed != c.allowed {
 			t.Errorf("mode %s: asked %v, allowed %v (%v); want asked %v, allowed %v", c.mode, asked, d.Allowed, err, c.asked, c.allowed)
+		}
+	}
+}
+
+// A rules file decides before the mode, and an ask rule asks the
+// settings' Asker in any mode.
+func TestRulesFileDecidesBeforeTheMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("rules:\n  - allow: write a.txt\n  - ask: write b.txt\n  - deny: write c.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"read_only", "auto"} {
+		asked := 0
+		b := open(t, config.Settings{Mode: mode, Rules: path, Asker: func(context.Context, permission.Request) (bool, error) {
+			asked++
+			return true, nil
+		}})
+		for p, want := range map[string]bool{"a.txt": true, "b.txt": true, "c.txt": false} {
+			d, err := b.Tools.Gate.Check(bg, permission.Request{Capability: permission.Write, Detail: p, Paths: []string{p}})
+			if err != nil || d.Allowed != want || d.Rule == "" {
+				t.Errorf("%s %s: %+v %v, want allowed %v by a rule", mode, p, d, err, want)
+			}
+		}
+		if asked != 1 {
+			t.Errorf("%s: asked %d times, want once (b.txt)", mode, asked)
 		}
 	}
 }

@@ -8,10 +8,12 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/permission"
+	"github.com/hutchsandbox/hutch/permission/rules"
 )
 
-// openGate builds the gate of s: its mode and allow list, the approval
-// store and the audit log (which b closes), and s.Asker in ask mode.
+// openGate builds the gate of s: its mode and allow list, its rules file,
+// the approval store and the audit log (which b closes), and s.Asker in
+// ask mode or with rules (an ask rule asks in every mode).
 func (b *Built) openGate(s Settings) (*permission.Gate, error) {
 	mode, err := permission.ParseMode(s.Mode)
 	if err != nil {
@@ -22,7 +24,14 @@ func (b *Built) openGate(s Settings) (*permission.Gate, error) {
 		return nil, err
 	}
 	gcfg := permission.Config{Mode: mode, Allow: allow}
-	if mode == permission.Ask {
+	if s.Rules != "" {
+		set, err := rules.Load(s.Rules)
+		if err != nil {
+			return nil, err
+		}
+		gcfg.Rules = set
+	}
+	if mode == permission.Ask || gcfg.Rules != nil {
 		gcfg.Asker = s.Asker
 	}
 	if gcfg.Store, b.StorePath, err = openStore(s); err != nil {

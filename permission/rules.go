@@ -57,3 +57,11 @@ func because(reason string) string {
 	}
 	return fmt.Sprintf(" (%s)", reason)
 }
+
+// PersonMayDecide reports whether a call may be put to a person or the
+// approval store — in ask or approve mode, or with Rules (an ask rule
+// asks in every mode) — so a caller must give Request.Args, to which the
+// person's answer and an approval bind.
+func (g *Gate) PersonMayDecide() bool {
+	return g.cfg.Mode == Ask || g.cfg.Mode == Approve || g.cfg.Rules != nil
+}

@@ -288,12 +288,10 @@ func badPath(tool, p string) (Output, bool) {
 	return Output{}, false
 }
 
-// personDecides reports whether the gate's mode may leave a call to a
-// person (ask, approve), who looks at its arguments and takes time.
-func (ts *Toolset) personDecides() bool {
-	m := ts.opts.Gate.Mode()
-	return m == permission.Ask || m == permission.Approve
-}
+// personDecides reports whether the gate may leave a call to a person
+// (ask or approve mode, or an ask rule), who looks at its arguments and
+// takes time.
+func (ts *Toolset) personDecides() bool { return ts.opts.Gate.PersonMayDecide() }
 
 // decode reads arguments strictly: unknown fields and trailing data are
 // errors a model can fix.
