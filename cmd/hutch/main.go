@@ -5,6 +5,7 @@
 //	hutch run [--tier isolated|container|local|virtual] [--root DIR] [--timeout DUR] [--env K=V]... [--json] -- CMD [ARG...]
 //	hutch mcp [--tier ...] [--root DIR] [--mode read_only|auto|ask|approve] [--http ADDR] ...
 //	hutch approvals list|approve ID|deny ID|check --store FILE
+//	hutch rules check FILE | test FILE KIND ARG
 //	hutch check [--json]
 //	hutch gc [--runtime docker|podman] [--dry-run]
 //	hutch version
@@ -68,7 +69,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd(), newGCCmd(), newCodeCmd(), newServeCmd())
+	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd(), newGCCmd(), newCodeCmd(), newServeCmd(), newRulesCmd())
 	ctx, stop := signalContext()
 	defer stop()
 	err := root.ExecuteContext(ctx)

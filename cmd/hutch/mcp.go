@@ -31,7 +31,7 @@ fetch, web_search) to an MCP client. Which tools are listed depends on the tier 
 permission mode: a tool the agent could never use is not offered.
 
 Settings come from flags, or from a YAML file (--config) with the same keys
-(tier, root, mode, allow, fetch_allow, search_url, store, decision_ttl, audit, http,
+(tier, root, mode, allow, fetch_allow, search_url, store, decision_ttl, audit, rules, http,
 http_token_file, http_no_auth, policy, image, runtime, code, sandboxes); flags
 given on the command line win.
 
@@ -46,6 +46,7 @@ read from --http-token-file (written there, mode 0600, when the file is
 missing), or made fresh and printed on stderr.`,
 		Example: `  hutch mcp --tier local --root ~/project --mode ask
   hutch mcp --tier local --root . --mode approve --store approvals.db --audit audit.jsonl
+  hutch mcp --tier local --root . --rules rules.yaml --audit audit.jsonl
   hutch mcp --http 127.0.0.1:8765 --http-token-file ~/.hutch-token --tier local --root . --mode auto
   hutch mcp --tier container --image debian:stable-slim --root . --mode auto
   hutch mcp --tier remote --server http://127.0.0.1:7777 --token-file ~/.hutch-serve-token --mode ask
@@ -87,6 +88,7 @@ missing), or made fresh and printed on stderr.`,
 	f.StringVar(&s.Store, "store", "", "approval store file (required in approve mode)")
 	f.StringVar(&s.DecisionTTL, "decision-ttl", "", "how long a person's approve or deny covers its call in approve mode (default 24h; 0: no expiry)")
 	f.StringVar(&s.Audit, "audit", "", "append every permission decision to this file as JSON lines")
+	f.StringVar(&s.Rules, "rules", "", "permission rules file (allow, ask and deny rules applied before the mode; see hutch rules --help)")
 	f.StringVar(&s.HTTP, "http", "", "serve the streamable HTTP transport on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	f.StringVar(&s.HTTPTokenFile, "http-token-file", "", "with --http: the bearer token clients must send (a missing file gets a new token, mode 0600); default: a fresh token printed on stderr")
 	f.BoolVar(&s.HTTPNoAuth, "http-no-auth", false, "with --http: accept requests without a token (anyone who can reach the address can use every tool)")
@@ -112,6 +114,7 @@ func overlay(file, flags config.Settings, set *pflag.FlagSet) config.Settings {
 	pick("store", &file.Store, flags.Store)
 	pick("decision-ttl", &file.DecisionTTL, flags.DecisionTTL)
 	pick("audit", &file.Audit, flags.Audit)
+	pick("rules", &file.Rules, flags.Rules)
 	pick("http", &file.HTTP, flags.HTTP)
 	pick("http-token-file", &file.HTTPTokenFile, flags.HTTPTokenFile)
 	if set.Changed("http-no-auth") {

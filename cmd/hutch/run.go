@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/config"
+	"github.com/hutchsandbox/hutch/permission/rules"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -23,6 +24,7 @@ type runFlags struct {
 	env     []string
 	shell   string
 	json    bool
+	rules   string
 
 	pol policyFlags    // isolated tier (and container, mapped)
 	ctr containerFlags // container tier
@@ -54,7 +56,8 @@ not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`, 
   hutch run --tier remote --server http://127.0.0.1:7777 --token-file ~/.hutch-serve-token -- make test
   hutch run --tier remote --server-command 'ssh box hutch serve --stdio --write /srv/work' -- make test
   hutch run --tier local --timeout 5s -c 'make test | tail -n 20'
-  hutch run --tier local --json --env GREETING=hi -- sh -c 'echo $GREETING'`,
+  hutch run --tier local --json --env GREETING=hi -- sh -c 'echo $GREETING'
+  hutch run --tier local --rules rules.yaml -c 'npm test'`,
 		RunE: func(c *cobra.Command, args []string) error { return runRun(c, f, args) },
 	}
 	fl := c.Flags()
@@ -69,12 +72,16 @@ not run it; 126 not executable; 127 not found; 128+N when killed by signal N.`, 
 	fl.StringArrayVar(&f.env, "env", nil, "add NAME=VALUE to the command's environment (repeatable)")
 	fl.StringVarP(&f.shell, "shell", "c", "", "run this command line with /bin/sh -c instead of CMD ARG...")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object with the result instead of streaming output")
+	fl.StringVar(&f.rules, "rules", "", "permission rules file: refuse the command when a shell rule denies it or asks about it (nobody can be asked here)")
 	return c
 }
 
 func runRun(c *cobra.Command, f runFlags, args []string) error {
 	cmd, err := buildCommand(f, args)
 	if err != nil {
+		return err
+	}
+	if err := checkRules(f.rules, cmd); err != nil {
 		return err
 	}
 	cmd.Stdin = c.InOrStdin()
@@ -183,6 +190,23 @@ func execIn(c *cobra.Command, s config.Settings, cmd sandbox.Command) (sandbox.R
 	}
 	defer sb.Close()
 	return sb.Exec(c.Context(), cmd)
+}
+
+// checkRules refuses cmd when the rules file at path denies it or asks
+// about it ("" checks nothing).
+func checkRules(path string, cmd sandbox.Command) error {
+	if path == "" {
+		return nil
+	}
+	set, err := rules.Load(path)
+	if err != nil {
+		return err
+	}
+	line := cmd.Shell
+	if line == "" {
+		line = rules.QuoteArgs(cmd.Args)
+	}
+	return set.CheckCommand(line)
 }
 
 func buildCommand(f runFlags, args []string) (sandbox.Command, error) {

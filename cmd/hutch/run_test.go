@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -211,5 +212,43 @@ func TestRunRootRefusedOffLocalTier(t *testing.T) {
 	code, out, errs := hutch(t, "", "run", "--root", dir, "--", "pwd")
 	if code == 0 {
 		t.Errorf("--root %s on the isolated tier was ignored (ran in %q, stderr %q); want 125: --root applies to --tier local", dir, strings.TrimSpace(out), errs)
+	}
+}
+
+// hutch run --rules checks the command against the file's shell rules
+// before it runs: a deny or an ask (nobody can be asked) refuses it with
+// one line naming the rule and exit status 125; an allow or no match
+// runs it.
+func TestRunChecksTheCommandAgainstTheRules(t *testing.T) {
+	dir := t.TempDir()
+	rulesFile := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesFile, []byte("rules:\n  - allow: shell echo *\n  - deny: shell touch *\n    reason: no files\n  - ask: shell rm *\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := []string{"run", "--tier", "local", "--root", dir, "--rules", rulesFile}
+	cases := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"--", "echo", "hi"}, 0, "hi\n", ""},
+		{[]string{"-c", "echo a && touch " + dir + "/x"}, 125, "", "denied by rule " + rulesFile + ":3: deny shell touch * (no files)"},
+		{[]string{"--", "touch", dir + "/x"}, 125, "", "deny shell touch *"},
+		{[]string{"-c", "true; rm " + dir + "/x"}, 125, "", "rule " + rulesFile + ":5: ask shell rm * asks a person"},
+		{[]string{"--", "true"}, 0, "", ""},
+	}
+	for _, c := range cases {
+		code, out, errOut := hutch(t, "", append(slices.Clone(local), c.args...)...)
+		if code != c.code || out != c.stdout || !strings.Contains(errOut, c.stderr) || strings.Count(errOut, "\n") > 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, out, errOut, c.code, c.stdout, c.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("a refused command ran")
+	}
+	code, _, errOut := hutch(t, "", "run", "--tier", "local", "--root", dir, "--rules", filepath.Join(dir, "missing.yaml"), "--", "true")
+	if code != 125 || !strings.Contains(errOut, "rules file") {
+		t.Errorf("missing rules file: exit %d, %q", code, errOut)
 	}
 }

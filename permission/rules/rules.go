@@ -20,8 +20,12 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/netproxy"
@@ -360,4 +364,63 @@ func (s *Set) combine(parts []part, kind Kind) verdict {
 		return firstAllow
 	}
 	return verdict{}
+}
+
+// ErrRefused matches the errors CheckCommand returns.
+var ErrRefused = errors.New("refused by a permission rule")
+
+// CheckCommand decides a command line that runs where nobody can be
+// asked (hutch run): nil when an allow rule matches or none does (the
+// caller's own policy then decides), else an error matching ErrRefused
+// naming the rule — a deny rule, or an ask rule, since nobody can answer.
+func (s *Set) CheckCommand(line string) error {
+	m, ok := s.Match(permission.Request{Capability: permission.Shell, Tool: "run", Detail: line, Command: line})
+	switch {
+	case !ok || m.Verdict == permission.VerdictAllow:
+		return nil
+	case m.Verdict == permission.VerdictAsk:
+		return fmt.Errorf("%w: rule %s asks a person before this command runs, and nobody can be asked here: run it through hutch mcp --mode ask, or change the rule", ErrRefused, m.Rule)
+	}
+	return fmt.Errorf("%w: the command is denied by rule %s%s", ErrRefused, m.Rule, reasonTail(m.Reason))
+}
+
+func reasonTail(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+// TestRequest is the request a call of kind makes with arg, for trying
+// rules out (hutch rules test): a command line for shell, a path for read
+// and write, a URL or host[:port] for fetch, a tool's name for tool, the
+// query for search.
+func TestRequest(kind Kind, arg string) (permission.Request, error) {
+	r := permission.Request{Tool: "test", Detail: arg}
+	switch kind {
+	case KindShell:
+		r.Capability, r.Command = permission.Shell, arg
+	case KindRead:
+		r.Capability, r.Paths = permission.Read, []string{arg}
+	case KindWrite, "edit":
+		r.Capability, r.Paths = permission.Write, []string{arg}
+	case KindFetch:
+		r.Capability = permission.Fetch
+		if !strings.Contains(arg, "://") {
+			arg = "https://" + arg
+		}
+		u, err := url.Parse(arg)
+		if err != nil || u.Hostname() == "" {
+			return r, fmt.Errorf("%q is not a URL or host: write https://example.com/x or example.com:443", r.Detail)
+		}
+		h, port := hostOf(u)
+		r.Host = net.JoinHostPort(h, strconv.Itoa(port))
+	case KindSearch:
+		r.Capability, r.Tool = permission.Search, "web_search"
+	case KindTool:
+		r.Tool = arg
+	default:
+		return r, fmt.Errorf("unknown kind %q: write shell, read, write, fetch, search or tool", kind)
+	}
+	return r, nil
 }
