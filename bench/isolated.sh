@@ -3,7 +3,11 @@
 # bubblewrap with an mxc-like read-only root, Anthropic's sandbox-runtime (srt)
 # and a bare fork+exec of /bin/true, side by side in one run. Every contender
 # is timed by the same program (bench/timecmd: os/exec, sequential runs, wall
-# time from fork to wait) from the same empty working directory.
+# time from fork to wait) from the same empty working directory. Then, in
+# one go test process, a warm exec in a session against a bare fork+exec
+# and a Go program's isolated.Run against the same program starting
+# bubblewrap; page faults per start when perf is installed; and last the
+# start-up targets (issue 23), each a ratio of two figures of this run.
 # Usage: bench/isolated.sh [N] [N_SRT]   (default 200 runs each, 20 for srt)
 # Needs: Go; root (or sudo) for apt-get when bwrap, socat or rg is missing;
 # node and npm (the npm registry, the first time) for srt, which is reported
@@ -121,18 +125,20 @@ row version "hutch version"
 row hutch "hutch run"
 row bwrap "bwrap (mxc-like)"
 row srt "srt -c /bin/true"
-# Warm exec: /bin/true in an existing sandbox (the session's setup paid
-# once), against a bare fork+exec, both in one go test process.
-warm=$(CGO_ENABLED=0 go test -run '^$' -bench '^Benchmark(ForkExec|WarmExec)$' -benchtime "${n}x" ./sandbox/isolated/ | grep '^Benchmark')
+# In one go test process: warm exec (/bin/true in an existing sandbox,
+# the session's setup paid once) against a bare fork+exec, and a Go
+# program's isolated.Run against the same program starting bubblewrap.
+gobench=$(HUTCH_BENCH_BWRAP=$(printf '%s\n' "${bwrap_cmd[@]}") CGO_ENABLED=0 go test -run '^$' \
+  -bench '^Benchmark(ForkExec|WarmExec|OneShot|BwrapOneShot)$' -benchtime "${n}x" ./sandbox/isolated/ | grep '^Benchmark')
+ns() { echo "$gobench" | awk -v b="Benchmark$1" '$1 ~ "^" b "(-[0-9]+)?$" { print $3 }'; }
 echo
-echo "warm exec in an existing sandbox vs bare fork+exec (go test -bench, $n runs each)"
-echo "$warm" | awk '
-  /^BenchmarkForkExec/ { fe = $3 }
-  /^BenchmarkWarmExec/ { we = $3 }
-  END {
-    printf "fork+exec          %8.3f ms/run\n", fe / 1e6
-    printf "warm exec (hutch)  %8.3f ms/run   ratio %.1fx   target: within 2x: %s\n", we / 1e6, we / fe, (we <= 2 * fe) ? "met" : "missed"
-  }'
+echo "from a Go program (go test -bench, $n runs each), ms per run"
+awk -v fe="$(ns ForkExec)" -v we="$(ns WarmExec)" -v os="$(ns OneShot)" -v bw="$(ns BwrapOneShot)" 'BEGIN {
+  printf "fork+exec                    %8.3f\n", fe / 1e6
+  printf "warm exec (hutch session)    %8.3f   %.2fx fork+exec\n", we / 1e6, we / fe
+  printf "bwrap (exec.Command)         %8.3f\n", bw / 1e6
+  printf "isolated.Run                 %8.3f   %.2fx bwrap\n", os / 1e6, os / bw
+}'
 
 # The one-shot's own cost: hutch run minus hutch's process start.
 if [ -n "${result[hutch]:-}" ] && [ -n "${result[version]:-}" ] && [ -n "${result[bwrap]:-}" ]; then
@@ -140,14 +146,32 @@ if [ -n "${result[hutch]:-}" ] && [ -n "${result[version]:-}" ] && [ -n "${resul
     printf "hutch run minus its process start (hutch version): %.3f ms, %.2fx bwrap\n", h - v, (h - v) / b
   }'
 fi
-if [ -n "${result[hutch]:-}" ] && [ -n "${result[bwrap]:-}" ]; then
-  awk -v h="$(med hutch)" -v b="$(med bwrap)" 'BEGIN {
-    verdict = (h <= b) ? "met" : "missed"
-    printf "target: hutch one-shot no slower than bubblewrap: %s (median %.3f ms vs %.3f ms, %.2fx)\n", verdict, h, b, h / b
-  }'
-else
-  echo "target: hutch one-shot no slower than bubblewrap: unknown (a contender failed)"
+# Page faults of one start (perf stat, when perf is here): a fault costs
+# tens of microseconds on a virtual machine.
+if command -v perf >/dev/null 2>&1; then
+  echo
+  echo "page faults per run (perf stat -r 50)"
+  for pair in "empty Go program:$tmp/emptygo" "hutch version:$tmp/hutch version" "hutch run:$tmp/hutch run -- /bin/true" "bwrap (mxc-like):${bwrap_cmd[*]}"; do
+    # shellcheck disable=SC2086 # the command line is split on purpose
+    faults=$(cd "$tmp/cwd" && perf stat -x, -e page-faults -r 50 ${pair#*:} 2>&1 >/dev/null | awk -F, '/page-faults/ { print $1 }')
+    printf '  %-20s %s\n' "${pair%%:*}" "${faults:-unknown}"
+  done
 fi
+
+# Issue 23's targets: each a ratio of two figures measured above.
+echo
+echo "targets"
+target() { # target LABEL A B LIMIT
+  awk -v l="$1" -v a="$2" -v b="$3" -v lim="$4" 'BEGIN {
+    if (a == "" || b == "" || b == 0) { printf "  %-46s unknown (a contender failed)\n", l; exit }
+    printf "  %-46s %.2fx (limit %sx): %s\n", l, a / b, lim, (a / b <= lim) ? "met" : "missed"
+  }'
+}
+target "hutch version / empty Go program" "$(med version)" "$(med emptygo)" 1.5
+target "hutch run / bwrap (mxc-like)" "$(med hutch)" "$(med bwrap)" 1.5
+target "hutch run / bwrap, stretch" "$(med hutch)" "$(med bwrap)" 1.0
+target "isolated.Run / exec bwrap, from Go" "$(ns OneShot)" "$(ns BwrapOneShot)" 1.0
+target "warm exec / fork+exec, from Go" "$(ns WarmExec)" "$(ns ForkExec)" 1.5
 
 # A failed hutch, bwrap or fork+exec run fails the script; srt only reports.
 for key in fork hutch bwrap; do

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/policy"
@@ -46,6 +47,22 @@ func BenchmarkOneShot(b *testing.B) {
 		r, err := isolated.Run(bg, policy.Default(), sandbox.Command{Args: []string{"/bin/true"}})
 		if err != nil || r.ExitCode != 0 {
 			b.Fatal(err, r.ExitCode)
+		}
+	}
+}
+
+// BenchmarkBwrapOneShot is BenchmarkOneShot's peer: the same Go program
+// starting bubblewrap with an mxc-like read-only root (bench/bwrap-mxc.sh)
+// to run /bin/true. bench/isolated.sh passes that command line, one
+// argument a line, in HUTCH_BENCH_BWRAP.
+func BenchmarkBwrapOneShot(b *testing.B) {
+	argv := strings.Split(strings.TrimSpace(os.Getenv("HUTCH_BENCH_BWRAP")), "\n")
+	if argv[0] == "" {
+		b.Skip("HUTCH_BENCH_BWRAP is not set: bench/isolated.sh sets it to bubblewrap's command line")
+	}
+	for b.Loop() {
+		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
