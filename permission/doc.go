@@ -22,6 +22,17 @@
 // An allow list adds capabilities in every mode. Unknown capabilities are
 // denied in every mode but Auto (fail closed).
 //
+// # Rules
+//
+// [Config].Rules ([Rules], implemented by package permission/rules)
+// decide a request before the mode: the strictest matching rule wins; a
+// deny denies in every mode, an allow allows in every mode (never a Code
+// escalation), an ask goes to a person (the Store in Approve mode, else
+// the Asker, else the Store; denied with neither). A request no rule
+// matches is decided by the mode. [Decision].Rule and the audit line
+// name the rule. Requests carry what rules match: Paths, Recursive,
+// Command, Host.
+//
 // # Escalations
 //
 // [Code] is running code in a declared sandbox. A call in its default
