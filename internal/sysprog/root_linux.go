@@ -145,7 +145,11 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 		b.pin(r, p.Write)
 	}
 	b.dev(devs, size)
-	b.proc(proc, hostOnlyProc(p.Network == policy.NetworkAll))
+	var hostOnly []string
+	if readsRootOnly() {
+		hostOnly = hostOnlyProc(p.Network == policy.NetworkAll)
+	}
+	b.proc(proc, hostOnly)
 	b.protect(p)
 	for _, d := range p.Deny {
 		b.pin(d, p.Write)

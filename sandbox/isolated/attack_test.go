@@ -20,6 +20,7 @@ import (
 func init() {
 	for name, fn := range map[string]func(args []string){
 		"dial":       func(a []string) { attackDial(a[0], a[1]) },
+		"read-proc":  readProcAsUser,
 		"unix":       func(a []string) { attackUnix(a[0]) },
 		"syscalls":   func([]string) { attackSyscalls() },
 		"setid":      func(a []string) { attackSetID(a[0], a[1]) },

@@ -834,6 +834,47 @@ func TestNoTerminalInjection(t *testing.T) {
 	})
 }
 
+// rootOnlyProc walks this host's /proc for the regular files the host's
+// unprivileged users cannot read but someone can: the per-process
+// directories left out, and /proc/sys/net's entries unless hostNet.
+func rootOnlyProc(t *testing.T, hostNet bool) []string {
+	t.Helper()
+	var rootOnly []string
+	err := filepath.WalkDir("/proc", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil // a directory it cannot read (WalkDir skips it)
+		}
+		name := d.Name()
+		if filepath.Dir(p) == "/proc" && (name[0] >= '0' && name[0] <= '9' || name == "self" || name == "thread-self") ||
+			p == "/proc/sys/net" && !hostNet {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil // self, thread-self: links
+		}
+		fi, err := d.Info()
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		if m := fi.Mode().Perm(); m&0o004 == 0 && m&0o444 != 0 {
+			rootOnly = append(rootOnly, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rootOnly) == 0 {
+		t.Fatal("no root-only file in this host's /proc: the walk is wrong")
+	}
+	return rootOnly
+}
+
+// readProcScript says READABLE for each of its arguments it can read, then
+// checked: head's exit status says whether it could read; a masked file
+// cannot even be opened.
+const readProcScript = `for f in "$@"; do if head -c 1 "$f" >/dev/null 2>&1; then echo "READABLE $f"; fi; done; echo checked`
+
 // Nothing in /proc that the host's unprivileged users cannot read is
 // readable in the sandbox, even when hutch runs as root and the sandbox's
 // root is the host's (slabinfo, kpageflags, vmallocinfo, root-only
@@ -850,40 +891,10 @@ func TestRootOnlyProcHidden(t *testing.T) {
 			network policy.Network
 		}{{"own network", policy.NetworkNone}, {"host network", policy.NetworkAll}} {
 			t.Run(c.name, func(t *testing.T) {
-				var rootOnly []string
-				err := filepath.WalkDir("/proc", func(p string, d os.DirEntry, err error) error {
-					if err != nil {
-						return nil // a directory it cannot read (WalkDir skips it)
-					}
-					name := d.Name()
-					if filepath.Dir(p) == "/proc" && (name[0] >= '0' && name[0] <= '9' || name == "self" || name == "thread-self") ||
-						p == "/proc/sys/net" && c.network != policy.NetworkAll {
-						if d.IsDir() {
-							return filepath.SkipDir
-						}
-						return nil // self, thread-self: links
-					}
-					fi, err := d.Info()
-					if err != nil || !fi.Mode().IsRegular() {
-						return nil
-					}
-					if m := fi.Mode().Perm(); m&0o004 == 0 && m&0o444 != 0 {
-						rootOnly = append(rootOnly, p)
-					}
-					return nil
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(rootOnly) == 0 {
-					t.Fatal("no root-only file in this host's /proc: the walk is wrong")
-				}
-				// head's exit status says whether it could read; a masked file
-				// cannot even be opened.
-				script := `for f in "$@"; do if head -c 1 "$f" >/dev/null 2>&1; then echo "READABLE $f"; fi; done; echo checked`
+				rootOnly := rootOnlyProc(t, c.network == policy.NetworkAll)
 				pol := e.pol
 				pol.Network = c.network
-				r := e.runWith(t, pol, sandbox.Command{Args: append([]string{"sh", "-c", script, "sh"}, rootOnly...)})
+				r := e.runWith(t, pol, sandbox.Command{Args: append([]string{"sh", "-c", readProcScript, "sh"}, rootOnly...)})
 				if !strings.Contains(string(r.Stdout), "checked") {
 					t.Fatalf("the check did not run: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
 				}
@@ -894,6 +905,76 @@ func TestRootOnlyProcHidden(t *testing.T) {
 			})
 		}
 	})
+}
+
+// A hutch run by a user who is not root, in no group 0 and without
+// capabilities does not hide /proc's root-only entries one by one (that
+// walk costs every start some 3 ms): its sandbox is that user, and the
+// kernel keeps it out of them. The test, as root, starts this test binary
+// as uid 65534 to run a sandbox that tries to read them.
+func TestRootOnlyProcUnreadableForAnotherUser(t *testing.T) {
+	newEnv(t)
+	if os.Getuid() != 0 {
+		testenv.Missing(t, "root (to start a sandbox as another user)")
+	}
+	// The test binary, where uid 65534 can run it.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "hutch-as-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "isolated.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		network policy.Network
+	}{{"own network", policy.NetworkNone}, {"host network", policy.NetworkAll}} {
+		t.Run(c.name, func(t *testing.T) {
+			rootOnly := rootOnlyProc(t, c.network == policy.NetworkAll)
+			argv := testenv.ProgramArgv(append([]string{string(c.network)}, rootOnly...)...)
+			cmd := exec.Command(bin, argv[1:]...)
+			cmd.Dir = dir
+			cmd.Env = []string{testenv.ProgramEnv("read-proc"), "PATH=/usr/bin:/bin", "HOME=" + dir}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("the sandbox as uid 65534: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), "checked") {
+				t.Fatalf("the check did not run: %s", out)
+			}
+			if strings.Contains(string(out), "READABLE") {
+				t.Errorf("root-only /proc files are readable in a sandbox of uid 65534:\n%s", out)
+			}
+		})
+	}
+}
+
+// readProcAsUser is the program TestRootOnlyProcUnreadableForAnotherUser
+// starts as another user: args are the network and the files to read.
+func readProcAsUser(args []string) {
+	pol := policy.Default()
+	pol.Network = policy.Network(args[0])
+	r, err := isolated.Run(context.Background(), pol, sandbox.Command{Args: append([]string{"sh", "-c", readProcScript, "sh"}, args[1:]...), Timeout: 20 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "isolated.Run:", err)
+		os.Exit(1)
+	}
+	os.Stdout.Write(r.Stdout)
+	os.Stderr.Write(r.Stderr)
 }
 
 // No process of a sandbox holds a descriptor opened on the host, nor has
