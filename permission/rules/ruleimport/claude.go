@@ -363,11 +363,8 @@ func claudePath(spec, base, root, home string) (string, error) {
 	if rel != "." {
 		parts = append(parts, filepath.ToSlash(rel))
 	}
-	if !anchored && rel != "." {
-		parts = append(parts, "**")
-	}
 	parts = append(parts, segs[fixed:]...)
-	if len(parts) == 0 {
+	if len(parts) == 0 || (len(parts) == 1 && parts[0] == "**") {
 		return "*", nil
 	}
 	p := strings.Join(parts, "/")
