@@ -118,20 +118,20 @@ func (im *importer) srtFilesystem(f string, fs *jnode, p *policy.Policy) error {
 			glob("denyWrite", sp, "; protect a name below every writable path with protect: [NAME]")
 			continue
 		}
-		i := slices.IndexFunc(p.Write, func(root string) bool { return within(sp.abs, root) })
-		switch {
-		case i < 0:
-			im.mapped(w, "denyWrite %s -> nothing to add: it is below no writable path, and hutch writes only those", sp.text)
-		case p.Write[i] == sp.abs:
+		if i := slices.Index(p.Write, sp.abs); i >= 0 {
 			p.Write = slices.Delete(p.Write, i, i+1)
 			im.mapped(w, "denyWrite %s -> policy write no longer lists %s", sp.text, sp.abs)
-		default:
-			rel, _ := filepath.Rel(p.Write[i], sp.abs)
-			addUnique(&p.Protect, filepath.ToSlash(rel))
-			im.mapped(w, "denyWrite %s -> policy protect %s", sp.text, filepath.ToSlash(rel))
-			if len(p.Write) > 1 {
-				im.report(w, "denyWrite %s: hutch's protect %s holds below every writable path, not only %s", sp.text, filepath.ToSlash(rel), p.Write[i])
-			}
+		}
+		i := slices.IndexFunc(p.Write, func(root string) bool { return within(sp.abs, root) })
+		if i < 0 {
+			im.mapped(w, "denyWrite %s -> nothing more to add: it is below no writable path, and hutch writes only those", sp.text)
+			continue
+		}
+		rel, _ := filepath.Rel(p.Write[i], sp.abs)
+		addUnique(&p.Protect, filepath.ToSlash(rel))
+		im.mapped(w, "denyWrite %s -> policy protect %s", sp.text, filepath.ToSlash(rel))
+		if len(p.Write) > 1 {
+			im.report(w, "denyWrite %s: hutch's protect %s holds below every writable path, not only %s", sp.text, filepath.ToSlash(rel), p.Write[i])
 		}
 	}
 	allowRead := lists["allowRead"]
