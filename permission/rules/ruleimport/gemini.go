@@ -65,13 +65,17 @@ func (im *importer) gemini(files []string) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: %s", ErrImport, f, oneLine(err))
 		}
+		seen := map[string]bool{}
 		for _, k := range md.Undecoded() {
 			key := k[len(k)-1]
 			if len(k) > 1 && k[0] == "rule" {
 				im.report(where(f, tomlKeyLine(data, key)), "%s: not a key of a Gemini CLI policy rule; ignored (its rule is imported without it)", key)
 				continue
 			}
-			im.report(where(f, tomlKeyLine(data, key)), "%s: not a Gemini CLI policy setting; not imported", k)
+			if !seen[k[0]] {
+				seen[k[0]] = true
+				im.report(where(f, tomlKeyLine(data, k[0])), "%s: not a Gemini CLI policy setting; not imported", k[0])
+			}
 		}
 		headers := ruleHeader.FindAllIndex(data, -1)
 		for i, r := range doc.Rule {
@@ -155,6 +159,10 @@ func (im *importer) geminiRule(o rules.Origin, r geminiRule) []geminiMapped {
 	var out []geminiMapped
 	add := func(k rules.Kind, pattern, what string) {
 		rule := rules.Rule{Decision: d, Kind: k, Pattern: pattern, Reason: r.DenyMessage, Origin: o}
+		if slices.Contains(im.res.Rules, rule) {
+			im.mapped(w, "%s -> %s (already imported from this rule)", what, rule)
+			return
+		}
 		if im.add(rule, what) {
 			out = append(out, geminiMapped{rule, priority})
 		}
@@ -182,7 +190,7 @@ func (im *importer) geminiRule(o rules.Origin, r geminiRule) []geminiMapped {
 			continue
 		}
 		if r.ArgsPattern != "" {
-			im.report(w, "%s: argsPattern %q is a regular expression over the arguments' JSON; hutch's rules cannot express it: not imported", what, r.ArgsPattern)
+			im.report(w, "%s: argsPattern %q is a regular expression over the arguments' JSON; hutch's rules cannot express it: not imported%s", what, r.ArgsPattern, leftOut(d))
 			continue
 		}
 		if kind != rules.KindShell {
@@ -205,7 +213,7 @@ func (im *importer) geminiRule(o rules.Origin, r geminiRule) []geminiMapped {
 		case r.CommandRegex != "":
 			lit, ok := literalPrefix(r.CommandRegex)
 			if !ok {
-				im.report(w, "%s: commandRegex %q is not a plain literal prefix; hutch's shell rules are word prefixes: not imported", what, r.CommandRegex)
+				im.report(w, "%s: commandRegex %q is not a plain literal prefix; hutch's shell rules are word prefixes: not imported%s", what, r.CommandRegex, leftOut(d))
 				continue
 			}
 			add(rules.KindShell, lit+" *", fmt.Sprintf("%s commandRegex %q", what, r.CommandRegex))
@@ -216,9 +224,18 @@ func (im *importer) geminiRule(o rules.Origin, r geminiRule) []geminiMapped {
 	return out
 }
 
+// leftOut warns, for a deny or ask rule not imported, that what it
+// stopped is now decided by the other rules.
+func leftOut(d rules.Decision) string {
+	if d == rules.Allow {
+		return ""
+	}
+	return fmt.Sprintf(" (the calls this %s stopped are now decided by the other rules: write a hutch rule for them)", d)
+}
+
 // literalPrefix is the command a regular expression names when it is a
 // plain literal prefix (Gemini CLI anchors commandRegex at the command's
-// start): words of letters, digits and . _ - / = : , @ % +, with an
+// start): words of letters, digits, escaped dots (\.) and _ - / = : , @ % +, with an
 // optional final \b, \s or space.
 func literalPrefix(re string) (string, bool) {
 	re = strings.TrimPrefix(re, "^")
