@@ -86,16 +86,9 @@ type claudeFile struct {
 func (im *importer) claude(files []string) error {
 	var parsed []claudeFile
 	for _, f := range files {
-		data, err := readFile(f)
+		n, err := readJSONObject(f, "a settings file")
 		if err != nil {
 			return err
-		}
-		n, err := parseJSON(data)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %s", ErrImport, f, oneLine(err))
-		}
-		if n.kind != 'o' {
-			return fmt.Errorf("%w: %s: a settings file is a JSON object, not %s", ErrImport, f, n.kindName())
 		}
 		parsed = append(parsed, claudeFile{path: f, scope: scopeOf(f, im.opts.Home), root: n})
 	}

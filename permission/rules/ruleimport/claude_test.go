@@ -3,7 +3,6 @@ package ruleimport
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -222,8 +221,7 @@ func TestClaudeRulesDecideAsClaudeCodeDocumentsThroughTheGate(t *testing.T) {
 
 // Bad settings files are one-line errors naming the file and line.
 func TestClaudeBadSettingsAreOneLineErrors(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct{ name, text, want string }{
+	wantOneLineErrors(t, Claude, "bad.json", []errCase{
 		{"not json", "{", "bad.json"},
 		{"array", "[]", "a settings file is a JSON object, not a list"},
 		{"permissions not object", `{"permissions": []}`, "bad.json:1: permissions is a list"},
@@ -232,16 +230,7 @@ func TestClaudeBadSettingsAreOneLineErrors(t *testing.T) {
 		{"mode not string", `{"permissions": {"defaultMode": 3}}`, "defaultMode is a number"},
 		{"two values", `{} {}`, "more than one JSON value"},
 		{"deep", strings.Repeat("[", 100) + strings.Repeat("]", 100), "nested more than 64 deep"},
-	} {
-		p := filepath.Join(dir, "bad.json")
-		if err := os.WriteFile(p, []byte(c.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Import(Claude, []string{p}, Options{Root: "/proj"})
-		if !errors.Is(err, ErrImport) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: %v; want one line holding %q", c.name, err, c.want)
-		}
-	}
+	})
 }
 
 // ParseClaudeEntry never panics; what it accepts is Tool or

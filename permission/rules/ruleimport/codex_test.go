@@ -50,6 +50,27 @@ func checkNotes(t *testing.T, what string, got, want []string) {
 	}
 }
 
+// errCase is a file's text and the one-line error importing it gives.
+type errCase struct{ name, text, want string }
+
+// wantOneLineErrors imports each case's text, as file name in a temporary
+// directory, and fails unless the error matches ErrImport, holds want,
+// and is one line.
+func wantOneLineErrors(t *testing.T, src Source, name string, cases []errCase) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, c := range cases {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Import(src, []string{p}, Options{Root: "/proj"})
+		if !errors.Is(err, ErrImport) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line holding %q", c.name, err, c.want)
+		}
+	}
+}
+
 // The Codex files in testdata/codex follow the published format
 // (developers.openai.com/codex/rules; openai/codex
 // codex-rs/execpolicy/README.md, docs/sandbox.md): each prefix_rule maps

@@ -38,6 +38,23 @@ func parseJSON(data []byte) (*jnode, error) {
 	return n, nil
 }
 
+// readJSONObject reads file as one JSON object (what names the file in
+// the error when it is another value).
+func readJSONObject(file, what string) (*jnode, error) {
+	data, err := readFile(file)
+	if err != nil {
+		return nil, err
+	}
+	n, err := parseJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrImport, file, oneLine(err))
+	}
+	if n.kind != 'o' {
+		return nil, fmt.Errorf("%w: %s: %s is a JSON object, not %s", ErrImport, file, what, n.kindName())
+	}
+	return n, nil
+}
+
 type jparser struct {
 	dec  *json.Decoder
 	data []byte

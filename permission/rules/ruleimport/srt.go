@@ -20,16 +20,9 @@ type srtPath struct {
 // srt imports sandbox-runtime settings files into a policy.
 func (im *importer) srt(files []string) error {
 	for _, f := range files {
-		data, err := readFile(f)
+		n, err := readJSONObject(f, "an srt settings file")
 		if err != nil {
 			return err
-		}
-		n, err := parseJSON(data)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %s", ErrImport, f, oneLine(err))
-		}
-		if n.kind != 'o' {
-			return fmt.Errorf("%w: %s: an srt settings file is a JSON object, not %s", ErrImport, f, n.kindName())
 		}
 		p := im.policy()
 		var fs, net *jnode
@@ -104,14 +97,18 @@ func (im *importer) srtFilesystem(f string, fs *jnode, p *policy.Policy) error {
 	glob := func(key string, sp srtPath, hint string) {
 		im.report(where(f, sp.line), "%s %s: a glob; hutch's policy takes paths%s", key, sp.text, hint)
 	}
-	for _, sp := range lists["allowWrite"] {
-		if sp.abs == "" {
-			glob("allowWrite", sp, " (srt on Linux skips it too)")
-			continue
+	// allow adds a list's paths to one of the policy's lists.
+	allow := func(key, to string, dst *[]string, hint string) {
+		for _, sp := range lists[key] {
+			if sp.abs == "" {
+				glob(key, sp, hint)
+				continue
+			}
+			addUnique(dst, sp.abs)
+			im.mapped(where(f, sp.line), "%s %s -> policy %s %s", key, sp.text, to, sp.abs)
 		}
-		addUnique(&p.Write, sp.abs)
-		im.mapped(where(f, sp.line), "allowWrite %s -> policy write %s", sp.text, sp.abs)
 	}
+	allow("allowWrite", "write", &p.Write, " (srt on Linux skips it too)")
 	for _, sp := range lists["denyWrite"] {
 		w := where(f, sp.line)
 		if sp.abs == "" {
@@ -134,15 +131,7 @@ func (im *importer) srtFilesystem(f string, fs *jnode, p *policy.Policy) error {
 			im.report(w, "denyWrite %s: hutch's protect %s holds below every writable path, not only %s", sp.text, filepath.ToSlash(rel), p.Write[i])
 		}
 	}
-	allowRead := lists["allowRead"]
-	for _, sp := range allowRead {
-		if sp.abs == "" {
-			glob("allowRead", sp, "")
-			continue
-		}
-		addUnique(&p.Read, sp.abs)
-		im.mapped(where(f, sp.line), "allowRead %s -> policy read %s", sp.text, sp.abs)
-	}
+	allow("allowRead", "read", &p.Read, "")
 	for _, sp := range lists["denyRead"] {
 		w := where(f, sp.line)
 		if sp.abs == "" {

@@ -2,10 +2,8 @@ package ruleimport
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/policy"
@@ -103,20 +101,10 @@ func TestSRTWithoutNetworkSettingsHasNoNetwork(t *testing.T) {
 
 // Bad srt settings are one-line errors naming the file and line.
 func TestSRTBadSettingsAreOneLineErrors(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct{ name, text, want string }{
+	wantOneLineErrors(t, SRT, "bad.json", []errCase{
 		{"filesystem not object", `{"filesystem": []}`, "bad.json:1: filesystem is a list, not an object"},
 		{"allowWrite not list", "{\"filesystem\": {\n\"allowWrite\": \".\"}}", "bad.json:2: allowWrite is a string"},
 		{"network not object", `{"network": true}`, "network is true or false, not an object"},
 		{"domains not strings", `{"network": {"allowedDomains": [1]}}`, "an entry is a number"},
-	} {
-		p := filepath.Join(dir, "bad.json")
-		if err := os.WriteFile(p, []byte(c.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Import(SRT, []string{p}, Options{Root: "/proj"})
-		if !errors.Is(err, ErrImport) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: %v; want one line holding %q", c.name, err, c.want)
-		}
-	}
+	})
 }
