@@ -254,7 +254,11 @@ func Import(src Source, files []string, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err) // add checked each rule; this cannot fail
 	}
 	if len(im.res.Failed) > 0 && !opts.Force {
-		return &im.res, fmt.Errorf("%w: %s (and %d more); fix the rule or its examples, or pass --force to import it anyway", ErrExamples, im.res.Failed[0], len(im.res.Failed)-1)
+		more := ""
+		if n := len(im.res.Failed) - 1; n > 0 {
+			more = fmt.Sprintf(" (and %d more)", n)
+		}
+		return &im.res, fmt.Errorf("%w: %s%s; fix the rule or its examples, or pass --force to import it anyway", ErrExamples, im.res.Failed[0], more)
 	}
 	return &im.res, nil
 }
