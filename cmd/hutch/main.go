@@ -36,7 +36,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
-	_ "github.com/hutchsandbox/hutch/internal/prefault"
 )
 
 // Exit statuses hutch itself uses.
@@ -54,6 +53,36 @@ func main() {
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// commands are hutch's subcommands by name, each built only when needed.
+var commands = []struct {
+	name  string
+	build func() *cobra.Command
+}{
+	{"run", newRunCmd}, {"check", newCheckCmd}, {"version", newVersionCmd}, {"mcp", newMCPCmd},
+	{"approvals", newApprovalsCmd}, {"gc", newGCCmd}, {"code", newCodeCmd}, {"serve", newServeCmd},
+	{"rules", newRulesCmd},
+}
+
+// subcommands builds the subcommand args name, when they name one: a
+// command's flags (dozens for run and mcp) are not built for another's
+// run. Anything else (no arguments, a flag, help, completion, a name
+// hutch does not have) gets every subcommand, so that help lists them
+// and an unknown name gets cobra's suggestions.
+func subcommands(args []string) []*cobra.Command {
+	if len(args) > 0 {
+		for _, c := range commands {
+			if c.name == args[0] {
+				return []*cobra.Command{c.build()}
+			}
+		}
+	}
+	all := make([]*cobra.Command, len(commands))
+	for i, c := range commands {
+		all[i] = c.build()
+	}
+	return all
+}
+
 // execute runs the CLI and returns its exit status. Tests call it directly.
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
@@ -69,7 +98,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newCheckCmd(), newVersionCmd(), newMCPCmd(), newApprovalsCmd(), newGCCmd(), newCodeCmd(), newServeCmd(), newRulesCmd())
+	root.AddCommand(subcommands(args)...)
 	ctx, stop := signalContext()
 	defer stop()
 	err := root.ExecuteContext(ctx)

@@ -255,6 +255,36 @@ func TestCheckAndVersion(t *testing.T) {
 	}
 }
 
+// Only the subcommand named is built, yet help lists every one, each
+// subcommand's own help works, and a name hutch does not have is an error
+// that suggests the nearest.
+func TestSubcommandsBuiltOnDemand(t *testing.T) {
+	for _, c := range commands {
+		if got := c.build().Name(); got != c.name {
+			t.Errorf("commands lists %q for the command named %q", c.name, got)
+		}
+		if built := subcommands([]string{c.name, "--help"}); len(built) != 1 || built[0].Name() != c.name {
+			t.Errorf("%s: built %d commands", c.name, len(built))
+		}
+		code, out, errOut := hutch(t, "", c.name, "--help")
+		if code != 0 || !strings.Contains(out, "hutch "+c.name) {
+			t.Errorf("hutch %s --help: exit %d, stdout %q, stderr %q", c.name, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"help"}, {}} {
+		code, out, errOut := hutch(t, "", args...)
+		for _, c := range commands {
+			if !strings.Contains(out, "  "+c.name+" ") {
+				t.Errorf("hutch %q: exit %d, %s not listed: %q %q", args, code, c.name, out, errOut)
+			}
+		}
+	}
+	code, out, errOut := hutch(t, "", "rnu")
+	if code != exitUsage || !strings.Contains(errOut, `unknown command "rnu"`) || !strings.Contains(errOut, "run") {
+		t.Errorf("hutch rnu: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
 // --network allow=... : listed hosts through the proxy, refusals in
 // --json's "blocked" (an empty list when none).
 func TestRunNetworkAllow(t *testing.T) {
