@@ -33,6 +33,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/session"
 	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/wire"
+	"github.com/hutchsandbox/hutch/policy"
 )
 
 var ready atomic.Bool
@@ -69,6 +70,13 @@ func Main() {
 // Ready reports whether Main was called in this process, so re-executing
 // the binary as a helper is safe.
 func Ready() bool { return ready.Load() }
+
+// NeedsSupervision reports whether the commands of a sandbox with
+// policy p (normalized) need the session's supervisor: a protected path
+// is missing in one of its writable directories (see
+// [sysprog.NeedsSupervision]). RunOnce refuses such a policy; a session
+// supervises its commands.
+func NeedsSupervision(p policy.Policy) bool { return sysprog.NeedsSupervision(p) }
 
 // RunOnce runs job's command once in a fresh sandbox built from its
 // policy, and tears the sandbox down: the isolated tier's one-shot run,

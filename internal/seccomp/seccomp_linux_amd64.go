@@ -19,3 +19,13 @@ const (
 	sysIoperm = unix.SYS_IOPERM
 	sysUselib = unix.SYS_USELIB
 )
+
+// The name-making system calls x86_64 has and arm64 does not (see
+// NotifyProgram).
+const (
+	sysMkdir    = unix.SYS_MKDIR
+	sysSymlink  = unix.SYS_SYMLINK
+	sysLink     = unix.SYS_LINK
+	sysRename   = unix.SYS_RENAME
+	sysRenameat = unix.SYS_RENAMEAT
+)

@@ -14,3 +14,15 @@ const (
 	sysIoperm = noSyscall
 	sysUselib = noSyscall
 )
+
+// Nor mkdir, symlink, link, rename or renameat: arm64 has only mkdirat,
+// symlinkat, linkat and renameat2 (golang.org/x/sys names a
+// SYS_RENAMEAT for arm64, but the kernel does not implement that number:
+// a supervisor must never perform it).
+const (
+	sysMkdir    = noSyscall
+	sysSymlink  = noSyscall
+	sysLink     = noSyscall
+	sysRename   = noSyscall
+	sysRenameat = noSyscall
+)

@@ -40,6 +40,9 @@ func ExecMain() int {
 	if err != nil {
 		return fail(stderr, 125, "hutch: %v", err)
 	}
+	if err := useSupervisor(); err != nil {
+		return fail(stderr, 125, "hutch: %v", err)
+	}
 	st, err := runConfined(job, os.Stdin, os.Stdout, stderr)
 	if err != nil {
 		return fail(stderr, 125, "hutch: %v", err)

@@ -34,8 +34,19 @@ func InitMain() int {
 	unsupported := func(err error) *wire.WireError {
 		return &wire.WireError{Kind: "unsupported", Msg: "building the sandbox: " + err.Error()}
 	}
-	if err := setup(job); err != nil {
+	// Looked at before the root is built, on the host's files: without
+	// the supervisor, every protected path must then be there to be
+	// mounted read-only (SetUpRoot fails otherwise).
+	supervised := sysprog.NeedsSupervision(job.Policy)
+	if err := sysprog.SetUpRoot(job.Policy, job.Quotas, supervised); err != nil {
 		return fail(unsupported(err))
+	}
+	if supervised {
+		sup, err := startSupervisor(job.Policy)
+		if err != nil {
+			return fail(unsupported(err))
+		}
+		supervisorPeer = sup.peer
 	}
 	if job.Policy.Network == policy.NetworkAllow {
 		// Listening before the sandbox is reported ready: no command can
@@ -55,10 +66,6 @@ func InitMain() int {
 	}
 	s.serve()
 	return 0
-}
-
-func setup(job wire.Job) error {
-	return sysprog.SetUpRoot(job.Policy, job.Quotas)
 }
 
 func CloseFiles(files []*os.File) {

@@ -56,6 +56,10 @@ func RunnerMain() int {
 		return 1
 	}
 	job := *req.Job
+	if err := useSupervisor(); err != nil {
+		_ = conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(err)})
+		return 1
+	}
 	if err := sysprog.Confine(job); err != nil {
 		_ = conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(fmt.Errorf("confining the runner: %w", err))})
 		return 1
@@ -297,8 +301,8 @@ func startRunner(job wire.Job) (*runner, error) {
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{boundary.RunnerName}
 	c.Dir = "/"
-	c.Env = boundary.HelperEnv
-	c.ExtraFiles = groupExtraFiles(job, []*os.File{child})
+	c.Env = helperEnv()
+	c.ExtraFiles = supervisorFiles(groupExtraFiles(job, []*os.File{child}))
 	c.SysProcAttr = helperAttrs()
 	err = c.Start()
 	// The runner has its copy: with this one closed, a runner that dies

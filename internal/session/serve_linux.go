@@ -484,9 +484,9 @@ func (s *server) execHelper(req wire.Request, job wire.Job, passed []*os.File, r
 	c := exec.Command("/proc/self/exe")
 	c.Args = []string{boundary.ExecName}
 	c.Dir = job.Dir
-	c.Env = boundary.HelperEnv
+	c.Env = helperEnv()
 	c.Stdin, c.Stdout, c.Stderr = passed[0], passed[1], diag.w
-	c.ExtraFiles = boundary.PlaceFile(groupExtraFiles(job, []*os.File{jobR, stW}), boundary.ExecStderrFD, passed[2])
+	c.ExtraFiles = supervisorFiles(boundary.PlaceFile(groupExtraFiles(job, []*os.File{jobR, stW}), boundary.ExecStderrFD, passed[2]))
 	c.SysProcAttr = helperAttrs()
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("starting the command: %w", err)

@@ -53,6 +53,10 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	if job.Policy.Network == policy.NetworkAllow {
 		return st, false, fmt.Errorf("%w: a network allow-list needs a sandbox session", sandbox.ErrConfig)
 	}
+	if NeedsSupervision(job.Policy) {
+		// This PID 1 runs no Go: it has no supervisor to give.
+		return st, false, fmt.Errorf("%w: %w", sandbox.ErrUnsupported, ErrNeedsSupervisor)
+	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return st, false, err
@@ -102,6 +106,9 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	b.call("new cgroup namespace", unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP)
 	b.call("new session", unix.SYS_SETSID)
 	b.retitle(boundary.InitName)
+	// Every protected path was there a moment ago (NeedsSupervision): one
+	// that goes missing before the mounts are made fails the run.
+	b.strictProtect = true
 	if err := b.root(job.Policy, job.Quotas); err != nil {
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, err)
 	}
@@ -349,6 +356,9 @@ type oneShotExec struct {
 	// when not set up.
 	oomSlot          uint8
 	oomHigh, oomOrig []byte
+	// supervise, when set, makes the command a supervised one (see
+	// superviseSelf).
+	supervise *superviseStep
 }
 
 func newOneShotExec(b *builder, job wire.Job, status uint8) *oneShotExec {
@@ -568,6 +578,13 @@ func startCommand(x *oneShotExec) (what []byte, e syscall.Errno, code uintptr) {
 		}
 		if decimal(&x.buf, n) > x.maxProcs {
 			return x.full, unix.EAGAIN, 126
+		}
+	}
+	if x.supervise != nil {
+		// Before anything of the command's runs, and while the
+		// supervisor's socket is still open.
+		if what, e := superviseSelf(x.supervise); e != 0 {
+			return what, e, 126
 		}
 	}
 	if x.stdio[0] >= 0 {

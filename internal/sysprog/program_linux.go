@@ -143,6 +143,8 @@ type builder struct {
 	free     []uint8 // slots whose descriptor was closed
 	overflow bool
 	err      error // a string the kernel would read short: build fails
+	// strictProtect: every protected path must be there (see protect).
+	strictProtect bool
 }
 
 func newBuilder() *builder {

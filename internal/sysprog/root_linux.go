@@ -30,9 +30,12 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // SetUpRoot builds the sandbox's root for policy p and quotas q (see
 // rootProgram) and runs that program in this process: a session's init
-// calls it before it serves.
-func SetUpRoot(p policy.Policy, q wire.Quotas) error {
-	prog, err := rootProgram(p, q)
+// calls it before it serves. Unless supervised (the session's commands
+// are: see NeedsSupervision), every protected path must be there to be
+// kept read-only: one that went missing since NeedsSupervision looked
+// fails the build rather than be left unkept.
+func SetUpRoot(p policy.Policy, q wire.Quotas, supervised bool) error {
+	prog, err := rootProgram(p, q, !supervised)
 	if err != nil {
 		return err
 	}
@@ -55,8 +58,9 @@ func SetUpRoot(p policy.Policy, q wire.Quotas) error {
 // Decisions that depend on the host (which paths exist, which are links)
 // are taken here, in ordinary Go; the program checks at run time that
 // each path it opens is still of the type seen here, and fails otherwise.
-func rootProgram(p policy.Policy, q wire.Quotas) (*program, error) {
+func rootProgram(p policy.Policy, q wire.Quotas, strictProtect bool) (*program, error) {
 	b := newBuilder()
+	b.strictProtect = strictProtect
 	if err := b.root(p, q); err != nil {
 		return nil, err
 	}
@@ -341,8 +345,10 @@ func protectRoots(p policy.Policy) []string {
 // .git/hooks) is pinned, so that it cannot be moved aside and made anew.
 // A path that is missing, or that is or lies behind a symbolic link, is
 // passed over: a mount needs a mount point, and the sandbox must not
-// make one in the host's directory (docs/security.md says what that
-// leaves open). Denied paths are masked afterwards, on top.
+// make one in the host's directory: the supervisor keeps those (see
+// NeedsSupervision). With b.strictProtect, every path must be there and
+// a missing one fails the program. Denied paths are masked afterwards,
+// on top.
 func (b *builder) protect(p policy.Policy) {
 	entries := p.Protected()
 	for _, root := range protectRoots(p) {
@@ -366,7 +372,9 @@ func (b *builder) protect(p policy.Policy) {
 			b.setAttr("protecting "+target, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV).in[0] = tree
 			b.mountOn("protecting "+target, tree, fd)
 			b.close(fd)
-			b.skipTo(start, unix.ENOENT, unix.ENOTDIR, unix.ELOOP)
+			if !b.strictProtect {
+				b.skipTo(start, unix.ENOENT, unix.ENOTDIR, unix.ELOOP)
+			}
 		}
 	}
 }

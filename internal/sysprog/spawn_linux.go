@@ -49,6 +49,9 @@ func spawn(job wire.Job, prog string, setsid bool, files [3]*os.File) (int, erro
 		}
 	}
 	x.setsid = setsid
+	if err := newSuperviseStep(x); err != nil {
+		return 0, err
+	}
 	// The streams go to descriptors above 2 first, from which the child
 	// moves them down: one already at 0-2 could be overwritten before it
 	// was moved. They are close-on-exec, so only 0-2 reach the command.

@@ -43,10 +43,12 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	if cmd.Dir != "" {
 		pol.Dir, cmd.Dir = cmd.Dir, ""
 	}
-	if pol.Network != policy.NetworkAllow {
+	if pol.Network != policy.NetworkAllow && !needsSupervisor(pol) {
 		return runOnce(ctx, pol, cmd)
 	}
-	// An allow-list needs the init's bridge to the proxy: a session.
+	// An allow-list needs the init's bridge to the proxy, and a protected
+	// path missing in a writable directory the init's supervisor (the
+	// one-shot PID 1 runs no Go): a session.
 	sb, err := New(ctx, Options{Policy: pol})
 	if err != nil {
 		return sandbox.Result{}, err
@@ -58,6 +60,15 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	final := l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
 		(l.Memory == 0 || sb.cg != nil && sb.cg.memory) && (l.Processes == 0 || sb.cg != nil && sb.cg.pids)
 	return sb.exec(ctx, cmd, final)
+}
+
+// needsSupervisor reports whether pol's commands need the session's
+// supervisor (helper.NeedsSupervision). A policy that does not normalize
+// goes to runOnce, which says what is wrong with it.
+func needsSupervisor(pol policy.Policy) bool {
+	cwd, _ := os.Getwd()
+	pol, err := pol.Normalize(cwd)
+	return err == nil && helper.NeedsSupervision(pol)
 }
 
 // runOnce is Run without a session: this process forks the sandbox's PID

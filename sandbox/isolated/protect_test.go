@@ -34,12 +34,11 @@ func protectedSession(t *testing.T, dir string) sandbox.Sandbox {
 
 // Protected paths stay read-only in a writable root: the file tools
 // refuse every one, existing or not; a command cannot write, create,
-// rename or remove one that existed when the sandbox started, by
-// redirection, cp, mv, ln (soft or hard), mkdir, touch, chmod or rm, nor
-// through a link. The missing-path case for commands skips naming the
-// gap docs/security.md states.
+// rename or remove one, whether it existed when the sandbox started (the
+// read-only mounts) or not (the supervisor), by redirection, cp, mv, ln
+// (soft or hard), mkdir, touch, chmod or rm, nor through a link.
 func TestProtectedPathsStayReadOnly(t *testing.T) {
-	sandboxtest.RunProtectedAll(t, protectedSession, "a read-only mount needs an existing mount point, and hutch makes none in the host's directory")
+	sandboxtest.RunProtectedAll(t, protectedSession, "")
 }
 
 // git init, add and commit work in a writable root without a repository,
