@@ -412,14 +412,12 @@ const pathMax = unix.PathMax // 4096 bytes, the NUL included
 // str reads the NUL-terminated string at addr in the caller's memory as
 // the kernel would a path: ENAMETOOLONG when no NUL comes in the first
 // PATH_MAX bytes, EFAULT when memory that cannot be read comes first.
+// It reads a page at a time with process_vm_readv, which (unlike
+// /proc/PID/mem) honours the pages' protection as the kernel's own read
+// does; where a seccomp filter refuses it (the init that ran a one-shot
+// command confined itself), through /proc/PID/mem, which also reads
+// PROT_NONE pages: a path there is taken instead of refused with EFAULT.
 func (t *target) str(addr uint64) (string, error) {
-	if t.mem < 0 {
-		fd, err := unix.Open(t.proc("mem"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return "", unix.EPERM // not traceable (a command made itself undumpable): refused
-		}
-		t.mem = fd
-	}
 	const page = 4096
 	var buf [pathMax]byte
 	n := 0
@@ -429,9 +427,9 @@ func (t *target) str(addr uint64) (string, error) {
 			return "", unix.EFAULT
 		}
 		chunk := min(page-int(a%page), pathMax-n)
-		k, err := unix.Pread(t.mem, buf[n:n+chunk], int64(a))
-		if err != nil || k <= 0 {
-			return "", unix.EFAULT
+		k, err := t.readMem(buf[n:n+chunk], a)
+		if err != nil {
+			return "", err
 		}
 		for i := n; i < n+k; i++ {
 			if buf[i] == 0 {
@@ -441,6 +439,42 @@ func (t *target) str(addr uint64) (string, error) {
 		n += k
 	}
 	return "", unix.ENAMETOOLONG
+}
+
+// noVMRead is set once process_vm_readv was refused to the supervisor.
+var noVMRead atomic.Bool
+
+// readMem reads len(b) bytes (within one page) at addr in the caller's
+// memory.
+func (t *target) readMem(b []byte, addr uint64) (int, error) {
+	if !noVMRead.Load() {
+		local := []unix.Iovec{{Base: &b[0]}}
+		local[0].SetLen(len(b))
+		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+		k, err := unix.ProcessVMReadv(t.tid, local, remote, 0)
+		switch {
+		case err == nil && k > 0:
+			return k, nil
+		case err == nil, errors.Is(err, unix.EFAULT):
+			return 0, unix.EFAULT
+		case errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS):
+			noVMRead.Store(true) // a filter: from now on, /proc/PID/mem
+		default:
+			return 0, unix.EPERM // not traceable (a command made itself undumpable): refused
+		}
+	}
+	if t.mem < 0 {
+		fd, err := unix.Open(t.proc("mem"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0, unix.EPERM
+		}
+		t.mem = fd
+	}
+	k, err := unix.Pread(t.mem, b, int64(addr))
+	if err != nil || k <= 0 {
+		return 0, unix.EFAULT
+	}
+	return k, nil
 }
 
 // status reads the caller's thread group and umask.

@@ -64,7 +64,12 @@ func NeedsSupervision(p policy.Policy) bool {
 			if err != nil {
 				return true
 			}
+			var st unix.Stat_t
+			err = unix.Fstat(fd, &st)
 			unix.Close(fd)
+			if err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return true
+			}
 		}
 	}
 	return false
