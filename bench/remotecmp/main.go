@@ -1,7 +1,8 @@
 // Command remotecmp measures the remote tier against hutch serve --listen
 // on loopback, side by side with the isolated tier in this process: exec
 // of `true` (warm, in a session), read of a 4 KiB file, a tree of files
-// copied in and out in one call each, and the same tree one file per call.
+// copied in and out in one call each, and the same tree one file per call
+// (each file written and synced on the host, as a copy out does).
 // Run it through bench/remote.sh.
 package main
 
@@ -169,7 +170,15 @@ func run(hutch string, n, files, size, copies int) error {
 	eachIn := time.Since(begin)
 	begin = time.Now()
 	for _, name := range names {
-		if _, err := rsb.Read(ctx, "each/"+name); err != nil {
+		data, err := rsb.Read(ctx, "each/"+name)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(tmp, "eachout", name)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := writeSynced(dst, data); err != nil {
 			return err
 		}
 	}
@@ -190,14 +199,15 @@ func run(hutch string, n, files, size, copies int) error {
 	fmt.Printf("  isolated tier, in process in %8v   (its Unpack of the same tree from memory): remote/isolated %.1fx\n", isoIn.Round(time.Millisecond), float64(in)/float64(isoIn))
 	fmt.Printf("  one file per call         in %8v   out %8v   per-call/bulk %.1fx in, %.1fx out\n", eachIn.Round(time.Millisecond), eachOut.Round(time.Millisecond),
 		float64(eachIn)/float64(in), float64(eachOut)/float64(out))
-	fmt.Printf("  this disk, no sandbox     in %8v   out %8v   (os.WriteFile+fsync, 32 at once; os.ReadFile, 32 at once): bulk/floor %.1fx in, %.1fx out\n",
+	fmt.Printf("  this disk, no sandbox     in %8v   out %8v   (in: write+fsync; out: read, write+fsync; 32 at once): bulk/floor %.1fx in, %.1fx out\n",
 		floorIn.Round(time.Millisecond), floorOut.Round(time.Millisecond), float64(in)/float64(floorIn), float64(out)/float64(floorOut))
 	return nil
 }
 
 // floor is what the tree costs on this disk with no sandbox and no
-// network: each file written and synced (as Write does), 32 at once, into
-// dir; then each read back.
+// network, 32 files at once: in, each file written and synced (as Write
+// does) into dir; out, each read back and written and synced into a
+// second directory (a copy out writes every file on this side too).
 func floor(dir, src string, names []string) (in, out time.Duration, err error) {
 	data, err := os.ReadFile(filepath.Join(src, names[0]))
 	if err != nil {
@@ -225,30 +235,41 @@ func floor(dir, src string, names []string) (in, out time.Duration, err error) {
 		}
 		return time.Since(begin), first
 	}
+	back := dir + "-back"
 	for _, name := range names {
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-			return 0, 0, err
+		for _, d := range []string{dir, back} {
+			if err := os.MkdirAll(filepath.Join(d, filepath.Dir(name)), 0o755); err != nil {
+				return 0, 0, err
+			}
 		}
 	}
-	in, err = each(func(name string) error {
-		f, err := os.Create(filepath.Join(dir, name))
+	if in, err = each(func(name string) error { return writeSynced(filepath.Join(dir, name), data) }); err != nil {
+		return 0, 0, err
+	}
+	out, err = each(func(name string) error {
+		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return err
 		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return writeSynced(filepath.Join(back, name), b)
 	})
-	if err != nil {
-		return 0, 0, err
-	}
-	out, err = each(func(name string) error { _, err := os.ReadFile(filepath.Join(dir, name)); return err })
 	return in, out, err
+}
+
+// writeSynced writes data to a new file at path and syncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func listening(stderr interface{ Read([]byte) (int, error) }) (string, error) {
