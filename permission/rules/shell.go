@@ -43,6 +43,8 @@ var wrappers = []string{
 	"sudo", "doas", "su", "time", "xargs", "unbuffer", "chroot", "ionice", "taskset",
 	"strace", "ltrace", "watch", "flock", "busybox", "nsenter", "unshare", "firejail",
 	"systemd-run", "parallel", "find", "script", "chrt", "runuser", "setpriv", "fakeroot",
+	"pkexec", "gosu", "su-exec", "sg", "eatmydata", "faketime", "proxychains", "proxychains4",
+	"torsocks", "numactl", "cgexec", "valgrind", "catchsegv", "tini", "dumb-init",
 }
 
 // shells read a command line after -c, which deny and ask rules look into.
@@ -98,6 +100,9 @@ type shellPart struct {
 	// before it, a plain literal name, only safe redirections, no
 	// construct the matcher does not know anywhere in the line).
 	plain bool
+	// inner are the command lines it runs as text (sh -c, eval, ...),
+	// which deny and ask rules look into.
+	inner []string
 }
 
 func (c shellPart) matches(r *compiled) bool {
@@ -181,7 +186,7 @@ func (m *matcher) at(i, j int) bool {
 	}
 	m.seen[key] = false
 	ok := false
-	for k := j; k < len(m.rs) && globMatch(w.val, m.rs[k]); k++ {
+	for k := j; k < len(m.rs) && (globMatch(w.val, m.rs[k]) || (k == 0 && globMatch(globBase(w.val), m.rs[k]))); k++ {
 		if m.at(i+1, k+1) {
 			ok = true
 			break
@@ -191,11 +196,24 @@ func (m *matcher) at(i, j int) bool {
 	return ok
 }
 
+// globBase is the last element of a glob pattern (/???/rm is some rm).
+func globBase(g string) string {
+	return g[strings.LastIndexByte(g, '/')+1:]
+}
+
 // globMatch reports whether the shell pattern g may produce s; a pattern
-// path.Match cannot read may produce anything.
+// path.Match cannot read may produce anything, unless no "]" closes its
+// "[" (the shell then reads the "[" as itself: [[ is not a glob).
 func globMatch(g, s string) bool {
 	ok, err := path.Match(g, s)
-	return ok || err != nil
+	if err == nil {
+		return ok
+	}
+	if i := strings.IndexByte(g, '['); i < 0 || !strings.Contains(g[i:], "]") {
+		lit, _ := unescape(g, false)
+		return lit == s
+	}
+	return true
 }
 
 // shellParts are the commands of a shell request's command line
@@ -220,17 +238,82 @@ func shellParts(req permission.Request) []part {
 // commands finds the simple commands of a command line: every one the
 // parser sees, anywhere (pipelines, lists, subshells, substitutions,
 // here-documents, functions, loops), and those of command lines given to
-// sh -c or eval as plain text. A line the parser cannot read, or too long
-// to parse, yields the commands a plain scan finds, none plain.
+// sh -c, eval, trap, alias or a shell's here-document as plain text. A
+// line the parser cannot read, or too long to parse, yields the commands
+// a plain scan finds, none plain.
+//
+// The line is parsed twice, with bash's grammar and with POSIX sh's (which
+// dash, the usual /bin/sh, follows): where the two read it differently
+// ($'...', &>, |&), the commands of both are the parts, and one that only
+// one grammar can read is not understood. A carriage return is a word's
+// character to sh and bash but a blank to the parser: a line holding one
+// is parsed with it replaced by another character and is never plain.
 func commands(text string, depth int) []shellPart {
 	if len(text) > MaxCommandLine || strings.IndexByte(text, 0) >= 0 {
 		return scan(text)
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(text), "")
-	if err != nil {
-		return scan(text)
+	understood := utf8.ValidString(text) && !strings.ContainsRune(text, '\r')
+	src := strings.ReplaceAll(text, "\r", "\x01")
+	var cmds []shellPart
+	seen := map[string]bool{}
+	failed := false
+	for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangPOSIX} {
+		cs, ok, err := parseCommands(src, lang)
+		if err != nil {
+			failed = true
+			continue
+		}
+		understood = understood && ok
+		cmds = appendNew(cmds, seen, cs...)
 	}
-	understood := utf8.ValidString(text)
+	if failed {
+		understood = false
+		cmds = appendNew(cmds, seen, scan(src)...)
+	}
+	for i := range cmds {
+		cmds[i].plain = cmds[i].plain && understood
+	}
+	if depth < maxNesting {
+		for _, c := range slices.Clone(cmds) {
+			for _, inner := range c.inner {
+				for _, ic := range commands(inner, depth+1) {
+					ic.plain = false
+					cmds = appendNew(cmds, seen, ic)
+				}
+			}
+		}
+	}
+	return cmds
+}
+
+// appendNew appends the commands of cs not already in cmds (the two
+// grammars mostly find the same ones); seen holds the keys of cmds.
+func appendNew(cmds []shellPart, seen map[string]bool, cs ...shellPart) []shellPart {
+	for _, c := range cs {
+		var k strings.Builder
+		fmt.Fprintf(&k, "%v", c.plain)
+		for _, w := range c.words {
+			fmt.Fprintf(&k, "\x00%d%v%q", w.kind, w.static, w.val)
+		}
+		for _, l := range c.inner {
+			fmt.Fprintf(&k, "\x01%q", l)
+		}
+		if !seen[k.String()] {
+			seen[k.String()] = true
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds
+}
+
+// parseCommands parses src with one grammar: its simple commands, and
+// whether the matcher understands every construct in it.
+func parseCommands(src string, lang syntax.LangVariant) ([]shellPart, bool, error) {
+	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, false, err
+	}
+	understood := true
 	var cmds []shellPart
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
@@ -239,6 +322,11 @@ func commands(text string, depth int) []shellPart {
 		case *syntax.Stmt:
 			if n.Background || n.Coprocess || n.Disown || n.Cmd == nil {
 				understood = false
+			}
+			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
+				p := callCommand(c)
+				p.inner = append(innerLines(p.words), shellInput(src, p.words, n.Redirs)...)
+				cmds = append(cmds, p)
 			}
 		case *syntax.BinaryCmd:
 			if n.Op != syntax.AndStmt && n.Op != syntax.OrStmt && n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
@@ -253,58 +341,96 @@ func commands(text string, depth int) []shellPart {
 				understood = false
 			}
 		case *syntax.CallExpr:
-			cmds = append(cmds, callCommand(n))
 		default:
 			understood = false
 		}
 		return true
 	})
-	for i := range cmds {
-		cmds[i].plain = cmds[i].plain && understood
-	}
-	if depth < maxNesting {
-		for _, c := range slices.Clone(cmds) {
-			inner, ok := innerLine(c.words)
-			if !ok {
-				continue
-			}
-			for _, ic := range commands(inner, depth+1) {
-				ic.plain = false
-				cmds = append(cmds, ic)
-			}
-		}
-	}
-	return cmds
+	return cmds, understood, nil
 }
 
-// innerLine is the command line a command runs as text, if any: the
-// words after its first eval, or the word after -c of its first shell
-// (sh, bash, ...). Later ones lie inside that line, where the next
-// round finds them.
-func innerLine(ws []cword) (string, bool) {
+// innerLines are the texts a command runs as command lines, for deny and
+// ask rules: the words after eval (joined); every word after the -c
+// option of a shell (sh, bash, su, ...), since options may come between;
+// every argument of trap; the value of each alias; and every word holding
+// a blank or an operator after a wrapper (watch, script -c, flock -c,
+// ...), which may take a command line. Lines inside those lie inside the
+// text, where the next round finds them.
+func innerLines(ws []cword) []string {
+	var out []string
 	for i, w := range ws {
 		if w.kind != wordStatic {
 			continue
 		}
 		name := path.Base(w.val)
-		if name == "eval" {
-			var rest []string
-			for _, a := range ws[i+1:] {
-				rest = append(rest, a.val)
+		rest := ws[i+1:]
+		switch {
+		case name == "eval":
+			var words []string
+			for _, a := range rest {
+				words = append(words, a.val)
 			}
-			return strings.Join(rest, " "), true
-		}
-		if !slices.Contains(shells, name) {
-			continue
-		}
-		for k := i + 1; k+1 < len(ws); k++ {
-			o := ws[k].val
-			if strings.HasPrefix(o, "-") && !strings.HasPrefix(o, "--") && strings.Contains(o, "c") {
-				return ws[k+1].val, true
+			return append(out, strings.Join(words, " "))
+		case name == "trap":
+			for _, a := range rest {
+				out = append(out, a.val)
 			}
+			return out
+		case name == "alias":
+			for _, a := range rest {
+				if _, v, ok := strings.Cut(a.val, "="); ok {
+					out = append(out, v)
+				}
+			}
+			return out
+		case slices.Contains(shells, name):
+			for k, o := range rest {
+				if strings.HasPrefix(o.val, "-") && !strings.HasPrefix(o.val, "--") && strings.Contains(o.val, "c") {
+					for _, a := range rest[k+1:] {
+						out = append(out, a.val)
+					}
+					return out
+				}
+			}
+		}
+		if slices.Contains(wrappers, name) || slices.Contains(shells, name) {
+			for _, a := range rest {
+				if strings.ContainsAny(a.val, " \t\n;&|()<>`$") {
+					out = append(out, a.val)
+				}
+			}
+			return out
 		}
 	}
-	return "", false
+	return out
+}
+
+// shellInput is the text of the here-documents and here-strings given to
+// a command naming a shell (sh <<EOF, sudo bash <<<'...'), as written:
+// the shell runs it as a command line.
+func shellInput(src string, ws []cword, redirs []*syntax.Redirect) []string {
+	if !slices.ContainsFunc(ws, func(w cword) bool { return w.kind == wordStatic && slices.Contains(shells, path.Base(w.val)) }) {
+		return nil
+	}
+	var out []string
+	for _, r := range redirs {
+		w := r.Hdoc
+		if r.Op == syntax.WordHdoc {
+			w = r.Word
+		}
+		if w == nil {
+			continue
+		}
+		start, end := int(w.Pos().Offset()), int(w.End().Offset())
+		if 0 <= start && start <= end && end <= len(src) {
+			text := src[start:end]
+			if r.Op == syntax.WordHdoc {
+				text = wordOf(w).val
+			}
+			out = append(out, text)
+		}
+	}
+	return out
 }
 
 // scan splits text that cannot be parsed into commands at the shell's
@@ -373,7 +499,7 @@ func wordOf(w *syntax.Word) cword {
 			unq, g := unescape(v, false)
 			val.WriteString(unq)
 			pat.WriteString(g)
-			glob = glob || strings.ContainsAny(g, "*?[")
+			glob = glob || strings.ContainsAny(g, "*?") || (strings.Contains(g, "[") && strings.Contains(g[strings.IndexByte(g, '['):], "]"))
 		case *syntax.SglQuoted:
 			if p.Dollar {
 				widen(wordOne) // $'...' escapes

@@ -119,6 +119,41 @@ func TestShellAllowsOnlyWhatItUnderstandsAndDeniesWhatItSees(t *testing.T) {
 		{"npm test \xff", ""},
 		{"npm test " + strings.Repeat("a ", rules.MaxCommandLine), ""},
 		{strings.Repeat("npm test; ", rules.MaxCommandLine/8) + "rm -rf /", "deny"},
+		// A carriage return is a word's character to sh and bash, a
+		// blank to the parser: never plain, and \\\r\n is no line
+		// continuation (the shell runs the next line).
+		{"npm test \\\r\nrm -rf /", "deny"},
+		{"git status\r\n", ""},   // git gets "status\r"
+		{"cat\r/tmp/x", ""},      // runs the program ./cat\r/tmp/x
+		{"npm test\rcurl x", ""}, // npm gets "test\rcurl"
+		{"npm test\r\nrm -rf /", "deny"},
+		// Read otherwise by dash (/bin/sh) than by bash: both readings count.
+		{"npm test $'\\' ; rm -rf / ; #'", "deny"}, // dash: $ '\\' ; rm -rf / ; #...
+		{"npm test $'\\' ; curl x ; #'", "ask"},
+		{"npm test $'\\' ; git status ; #'", "allow"}, // every command of both readings is allowed
+		{"npm test &>/dev/null rm -rf /", ""},         // dash: npm test & >/dev/null rm -rf /
+		{"npm test &>/dev/null", ""},
+		{"npm test |& cat", ""}, // a syntax error to dash
+		{"npm test <<< x", ""},
+		{"npm test $'x' $\"y\"", "allow"}, // arguments either way
+		{"[[ -n $X ]] && echo hi", ""},    // [[ is not a glob that may be rm
+		// Command lines given as text, which deny rules look into.
+		{"trap 'rm -rf /' EXIT", "deny"},
+		{"alias ll='rm -rf /'", "deny"},
+		{"sh <<EOF\nrm -rf /\nEOF", "deny"},
+		{"sh <<'EOF'\nrm -rf /\nEOF", "deny"},
+		{"sudo bash <<< 'rm -rf /'", "deny"},
+		{"bash -c -e 'rm -rf /'", "deny"}, // the command line is the first non-option
+		{"bash -o errexit -c 'rm -rf /'", "deny"},
+		{"watch 'rm -rf /'", "deny"},
+		{"script -c 'rm -rf /'", "deny"},
+		{"flock /tmp/l -c 'rm -rf /'", "deny"},
+		{"pkexec rm -rf /", "deny"},
+		{"gosu root rm -rf /", "deny"},
+		// A glob naming the command matches by its base name.
+		{"/???/rm -rf /", "deny"},
+		{"/bin/r? -rf /", "deny"},
+		{"r[m] -rf /", "deny"},
 	}
 	for _, tt := range tests {
 		if got := verdictOf(s, "shell", tt.line); got != tt.want {
