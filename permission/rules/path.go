@@ -13,6 +13,10 @@ import (
 type pathPattern struct {
 	pattern  string // without a leading "/" or a trailing "/"
 	anchored bool   // a "/" at the start or inside: matched from the root
+	// folded is the pattern in lower case, which deny and ask rules
+	// match against the path in lower case too: on a file system that
+	// ignores case (macOS, Windows, a share), .ENV is .env.
+	folded *pathPattern
 }
 
 // parsePathPattern reads a read or write rule's pattern: gitignore's
@@ -47,6 +51,7 @@ func parsePathPattern(p string) (*pathPattern, error) {
 	if err := checkBrackets(pp.pattern); err != nil {
 		return nil, fmt.Errorf("path pattern %q: %v", p, err)
 	}
+	pp.folded = &pathPattern{pattern: strings.ToLower(pp.pattern), anchored: pp.anchored}
 	return pp, nil
 }
 
@@ -155,7 +160,40 @@ func (p pathPart) matches(r *compiled) bool {
 	if r.Decision == Allow {
 		return p.ok && r.path.matches(p.path)
 	}
-	return r.path.matches(p.path) || (p.recursive && r.path.mayMatchBelow(p.path))
+	for _, pp := range []*pathPattern{r.path, r.path.folded} {
+		path := p.path
+		if pp == r.path.folded {
+			path = strings.ToLower(path)
+		}
+		if pp.matches(path) || (p.recursive && pp.mayMatchBelow(path)) {
+			return true
+		}
+	}
+	return false
+}
+
+// readParts are the paths a write request reads, or makes readable
+// elsewhere, for read deny and ask rules: the source of a move (its
+// contents can then be read under the new name), every path of a patch
+// and of edit_file (they read the file, and may show it in an error).
+func readParts(req permission.Request) []part {
+	if req.Capability != permission.Write {
+		return nil
+	}
+	paths := req.Paths
+	switch req.Tool {
+	case "move":
+		paths = paths[:min(1, len(paths))]
+	case "apply_patch", "edit_file":
+	default:
+		return nil
+	}
+	parts := make([]part, len(paths))
+	for i, p := range paths {
+		c, _ := cleanPath(p)
+		parts[i] = pathPart{path: c, recursive: req.Recursive}
+	}
+	return parts
 }
 
 // pathParts are the paths of req; a request without Paths is its Detail,

@@ -1,6 +1,7 @@
 package rules_test
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -8,8 +9,8 @@ import (
 	"github.com/hutchsandbox/hutch/permission/rules"
 )
 
-func pathVerdict(s *rules.Set, c permission.Capability, recursive bool, paths ...string) string {
-	m, ok := s.Match(permission.Request{Capability: c, Tool: "t", Paths: paths, Recursive: recursive})
+func toolPathVerdict(s *rules.Set, tool string, c permission.Capability, recursive bool, paths ...string) string {
+	m, ok := s.Match(permission.Request{Capability: c, Tool: tool, Paths: paths, Recursive: recursive})
 	if !ok {
 		return ""
 	}
@@ -24,48 +25,63 @@ func TestPathsMatchGitignoreStyleBelowTheRoot(t *testing.T) {
   - deny: read *.env
   - deny: write **/secrets/*
   - ask: write /Makefile
+  - deny: read /private/key
 `)
 	tests := []struct {
 		c         permission.Capability
 		recursive bool
 		paths     []string
 		want      string
+		tool      string // "t" if empty
 	}{
-		{permission.Read, false, []string{"src/a.go"}, "allow"},
-		{permission.Read, false, []string{"src/deep/a.go"}, "allow"},
-		{permission.Read, false, []string{"src"}, ""}, // src/** is what is inside src
-		{permission.Read, false, []string{"./src/../src/a.go"}, "allow"},
-		{permission.Read, false, []string{"src/.env"}, "deny"},
-		{permission.Read, false, []string{".env"}, "deny"},
-		{permission.Read, false, []string{"a/b/prod.env"}, "deny"},
-		{permission.Glob, false, []string{"x/.env"}, "deny"}, // read rules cover glob
-		{permission.Read, false, []string{"src/a.go", "x/.env"}, "deny"},
-		{permission.Read, false, []string{"src/a.go", "other.go"}, ""}, // every path must be allowed
-		{permission.Write, false, []string{"build/out/x.o"}, "allow"},
-		{permission.Write, false, []string{"build"}, "allow"},
-		{permission.Write, false, []string{"sub/build/x"}, ""}, // anchored at the root
-		{permission.Write, false, []string{"docs/a.md"}, "allow"},
-		{permission.Write, false, []string{"docs/x/a.md"}, ""},
-		{permission.Write, false, []string{"a/secrets/k"}, "deny"},
-		{permission.Write, false, []string{"secrets/k/deeper"}, "deny"},
-		{permission.Write, false, []string{"Makefile"}, "ask"},
-		{permission.Write, false, []string{"build/a", "Makefile"}, "ask"},
-		{permission.Write, false, []string{"build/a", "a/secrets/x"}, "deny"},
+		{permission.Read, false, []string{"src/a.go"}, "allow", ""},
+		{permission.Read, false, []string{"src/deep/a.go"}, "allow", ""},
+		{permission.Read, false, []string{"src"}, "", ""}, // src/** is what is inside src
+		{permission.Read, false, []string{"./src/../src/a.go"}, "allow", ""},
+		{permission.Read, false, []string{"src/.env"}, "deny", ""},
+		{permission.Read, false, []string{".env"}, "deny", ""},
+		{permission.Read, false, []string{"a/b/prod.env"}, "deny", ""},
+		{permission.Glob, false, []string{"x/.env"}, "deny", ""}, // read rules cover glob
+		{permission.Read, false, []string{"src/a.go", "x/.env"}, "deny", ""},
+		{permission.Read, false, []string{"src/a.go", "other.go"}, "", ""}, // every path must be allowed
+		{permission.Write, false, []string{"build/out/x.o"}, "allow", ""},
+		{permission.Write, false, []string{"build"}, "allow", ""},
+		{permission.Write, false, []string{"sub/build/x"}, "", ""}, // anchored at the root
+		{permission.Write, false, []string{"docs/a.md"}, "allow", ""},
+		{permission.Write, false, []string{"docs/x/a.md"}, "", ""},
+		{permission.Write, false, []string{"a/secrets/k"}, "deny", ""},
+		{permission.Write, false, []string{"secrets/k/deeper"}, "deny", ""},
+		{permission.Write, false, []string{"Makefile"}, "ask", ""},
+		{permission.Write, false, []string{"build/a", "Makefile"}, "ask", ""},
+		{permission.Write, false, []string{"build/a", "a/secrets/x"}, "deny", ""},
 		// Recursive calls: a deny below the directory applies.
-		{permission.Read, true, []string{"."}, "deny"}, // *.env may lie anywhere
-		{permission.Write, true, []string{"a"}, "deny"},
-		{permission.Write, true, []string{"build"}, "deny"}, // build/secrets/x may be below
+		{permission.Read, true, []string{"."}, "deny", ""}, // *.env may lie anywhere
+		{permission.Write, true, []string{"a"}, "deny", ""},
+		{permission.Write, true, []string{"build"}, "deny", ""}, // build/secrets/x may be below
 		// Paths that cannot be normalised are never allowed.
-		{permission.Read, false, []string{"../src/a.go"}, ""},
-		{permission.Read, false, []string{"src/../../src/a.go"}, ""},
-		{permission.Read, false, []string{"/src/a.go"}, ""},
-		{permission.Read, false, []string{"src/a\x00.go"}, ""},
-		{permission.Read, false, []string{""}, ""},
-		{permission.Read, false, []string{"../.env"}, "deny"},
-		{permission.Read, false, []string{"/etc/x.env"}, "deny"},
+		{permission.Read, false, []string{"../src/a.go"}, "", ""},
+		{permission.Read, false, []string{"src/../../src/a.go"}, "", ""},
+		{permission.Read, false, []string{"/src/a.go"}, "", ""},
+		{permission.Read, false, []string{"src/a\x00.go"}, "", ""},
+		{permission.Read, false, []string{""}, "", ""},
+		{permission.Read, false, []string{"../.env"}, "deny", ""},
+		{permission.Read, false, []string{"/etc/x.env"}, "deny", ""},
+		// Deny and ask rules ignore case (a file system may): .ENV is .env.
+		{permission.Read, false, []string{".ENV"}, "deny", ""},
+		{permission.Read, false, []string{"a/PROD.Env"}, "deny", ""},
+		{permission.Write, false, []string{"A/Secrets/k"}, "deny", ""},
+		{permission.Read, false, []string{"SRC/a.go"}, "", ""}, // allow rules do not
+		// A write that moves or reads a file is checked against read
+		// deny and ask rules too: moved, .env could be read as x.
+		{permission.Write, false, []string{".env", "build/x"}, "deny", "move"},
+		{permission.Write, false, []string{"build/x", "build/y.env"}, "allow", "move"}, // the target is not read
+		{permission.Write, true, []string{"private", "build/p"}, "deny", "move"},       // private/key moves with it
+		{permission.Write, false, []string{"build/a", "private/key"}, "deny", "apply_patch"},
+		{permission.Write, false, []string{"private/key"}, "deny", "edit_file"},
+		{permission.Write, false, []string{"private/key"}, "", "write_file"},
 	}
 	for _, tt := range tests {
-		got := pathVerdict(s, tt.c, tt.recursive, tt.paths...)
+		got := toolPathVerdict(s, cmp.Or(tt.tool, "t"), tt.c, tt.recursive, tt.paths...)
 		if got != tt.want {
 			t.Errorf("%s %q (recursive %v): %q, want %q", tt.c, tt.paths, tt.recursive, got, tt.want)
 		}

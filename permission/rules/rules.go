@@ -287,6 +287,12 @@ func (s *Set) Match(req permission.Request) (permission.RuleMatch, bool) {
 			if r.Pattern == req.Tool {
 				whole = stricter(whole, verdict{r})
 			}
+		case r.Kind == KindRead && r.Decision != Allow && !r.everything() && len(readParts(req)) > 0:
+			// A write that reads or moves a file: read deny and ask
+			// rules apply to it too.
+			if !slices.Contains(kinds, KindWrite) {
+				kinds = append(kinds, KindWrite)
+			}
 		case !slices.Contains(r.Kind.capabilities(), req.Capability):
 		case r.everything():
 			whole = stricter(whole, verdict{r})
@@ -314,7 +320,13 @@ func (s *Set) matchParts(req permission.Request) verdict {
 	case permission.Read, permission.Glob:
 		return s.combine(pathParts(req), KindRead)
 	case permission.Write:
-		return s.combine(pathParts(req), KindWrite)
+		v := s.combine(pathParts(req), KindWrite)
+		if rp := readParts(req); len(rp) > 0 {
+			if r := s.combine(rp, KindRead); r.rule != nil && r.rule.Decision != Allow {
+				v = stricter(v, r)
+			}
+		}
+		return v
 	case permission.Fetch:
 		return s.combine(hostParts(req), KindFetch)
 	}
