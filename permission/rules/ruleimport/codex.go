@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"go.starlark.net/starlark"
@@ -30,6 +31,16 @@ const (
 	MaxExpansion = 1_000
 	// MaxCodexRules bounds the hutch rules of one Codex import.
 	MaxCodexRules = 10_000
+	// MaxCodexTime bounds the time one .rules file's evaluation takes.
+	MaxCodexTime = 10 * time.Second
+	// MaxCodexIter bounds the elements any, all, min and max go
+	// through in one call (a step the step bound cannot interrupt).
+	MaxCodexIter = 100_000
+	// MaxCodexWord bounds a pattern word or an example, in bytes.
+	MaxCodexWord = 4096
+	// MaxCodexExamples bounds the match and not_match examples of one
+	// import, each run against every imported rule.
+	MaxCodexExamples = 10_000
 )
 
 // codexPrefixRule is one prefix_rule call, as written.
@@ -50,15 +61,16 @@ type codexNetworkRule struct {
 
 // codexFile is what evaluating one .rules file recorded.
 type codexFile struct {
-	prefix  []codexPrefixRule
-	network []codexNetworkRule
-	notes   []Note
-	calls   *int
+	prefix   []codexPrefixRule
+	network  []codexNetworkRule
+	notes    []Note
+	calls    *int
+	examples *int
 }
 
 // codex imports .rules files (Starlark) and config.toml files.
 func (im *importer) codex(files []string) error {
-	calls := 0
+	calls, examples := 0, 0
 	for _, f := range files {
 		data, err := readFile(f)
 		if err != nil {
@@ -70,7 +82,7 @@ func (im *importer) codex(files []string) error {
 			}
 			continue
 		}
-		cf, err := evalCodexRules(f, data, &calls)
+		cf, err := evalCodexRules(f, data, &calls, &examples)
 		if err != nil {
 			return err
 		}
@@ -90,8 +102,8 @@ func (im *importer) codex(files []string) error {
 // evalCodexRules runs a .rules file with only prefix_rule, network_rule
 // and host_executable predeclared: no load, no file or network access, at
 // most MaxCodexSteps steps. A panic inside the interpreter is an error.
-func evalCodexRules(file string, data []byte, calls *int) (cf *codexFile, err error) {
-	cf = &codexFile{calls: calls}
+func evalCodexRules(file string, data []byte, calls, examples *int) (cf *codexFile, err error) {
+	cf = &codexFile{calls: calls, examples: examples}
 	thread := &starlark.Thread{
 		Name: file,
 		Load: func(*starlark.Thread, string) (starlark.StringDict, error) {
@@ -111,6 +123,9 @@ func evalCodexRules(file string, data []byte, calls *int) (cf *codexFile, err er
 		if !slices.Contains(safeUniverse, name) {
 			predeclared[name] = starlark.NewBuiltin(name, refused)
 		}
+	}
+	for _, name := range []string{"any", "all", "min", "max", "int"} {
+		predeclared[name] = starlark.NewBuiltin(name, bounded(starlark.Universe[name].(*starlark.Builtin)))
 	}
 	opts := &syntax.FileOptions{While: true, TopLevelControl: true, GlobalReassign: true}
 	defer func() {
@@ -140,6 +155,28 @@ func evalCodexRules(file string, data []byte, calls *int) (cf *codexFile, err er
 // none makes a value much larger than its arguments.
 var safeUniverse = []string{"None", "True", "False", "len", "str", "repr", "type", "bool", "int",
 	"fail", "range", "any", "all", "min", "max", "abs", "hash", "chr", "ord"}
+
+// bounded is the built-in b refusing an argument it would take one long
+// step over: an iterable of more than MaxCodexIter elements, or a string
+// of more than 4300 characters (int's digits).
+func bounded(b *starlark.Builtin) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	return func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		for _, a := range args {
+			if s, ok := a.(starlark.String); ok {
+				if len(s) > 4300 {
+					return nil, fmt.Errorf("%s(): a string of %d characters; at most 4300", b.Name(), len(s))
+				}
+				continue
+			}
+			if _, ok := a.(starlark.Iterable); ok {
+				if n := starlark.Len(a); n < 0 || n > MaxCodexIter {
+					return nil, fmt.Errorf("%s() over more than %d elements is not available in an imported .rules file", b.Name(), MaxCodexIter)
+				}
+			}
+		}
+		return starlark.Call(thread, b, args, kwargs)
+	}
+}
 
 func refused(_ *starlark.Thread, b *starlark.Builtin, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 	return nil, fmt.Errorf("%s() is not available in an imported .rules file: write the rules' lists out", b.Name())
@@ -186,10 +223,15 @@ func limitSteps(thread *starlark.Thread) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(sample)
 	start := sample[0].Value.Uint64()
+	began := time.Now()
 	thread.SetMaxExecutionSteps(1)
 	thread.OnMaxSteps = func(thread *starlark.Thread) {
 		if thread.Steps >= MaxCodexSteps {
 			thread.Cancel("too many steps")
+			return
+		}
+		if time.Since(began) > MaxCodexTime {
+			thread.Cancel("too long")
 			return
 		}
 		metrics.Read(sample)
@@ -219,6 +261,8 @@ func starlarkError(file string, err error) string {
 		switch {
 		case strings.Contains(msg, "too many steps"):
 			msg = fmt.Sprintf("evaluation took more than %d steps (an endless or huge loop); a .rules file only calls prefix_rule and network_rule", MaxCodexSteps)
+		case strings.Contains(msg, "too long"):
+			msg = fmt.Sprintf("evaluation took more than %v; a .rules file only calls prefix_rule and network_rule", MaxCodexTime)
 		case strings.Contains(msg, "too much memory"):
 			msg = fmt.Sprintf("evaluation allocated more than %d MiB; a .rules file only calls prefix_rule and network_rule", MaxCodexAlloc>>20)
 		}
@@ -265,6 +309,9 @@ func (cf *codexFile) prefixRule(thread *starlark.Thread, b *starlark.Builtin, ar
 	if pattern.Len() == 0 {
 		return nil, errors.New("prefix_rule: pattern cannot be empty")
 	}
+	if pattern.Len() > 64 {
+		return nil, fmt.Errorf("prefix_rule: a pattern of %d elements; at most 64", pattern.Len())
+	}
 	for i := range pattern.Len() {
 		switch v := pattern.Index(i).(type) {
 		case starlark.String:
@@ -301,7 +348,20 @@ func (cf *codexFile) prefixRule(thread *starlark.Thread, b *starlark.Builtin, ar
 			if err != nil || len(toks) == 0 {
 				return nil, fmt.Errorf("prefix_rule: %s example %d: write a command line or a list of words (%v)", ex.name, i, err)
 			}
+			if n := len(strings.Join(toks, " ")); n > MaxCodexWord {
+				return nil, fmt.Errorf("prefix_rule: %s example %d is longer than %d bytes", ex.name, i, MaxCodexWord)
+			}
+			if *cf.examples++; *cf.examples > MaxCodexExamples {
+				return nil, fmt.Errorf("prefix_rule: more than %d match and not_match examples in all", MaxCodexExamples)
+			}
 			*ex.to = append(*ex.to, toks)
+		}
+	}
+	for _, alts := range pr.pattern {
+		for _, w := range alts {
+			if len(w) > MaxCodexWord {
+				return nil, fmt.Errorf("prefix_rule: a pattern word of %d bytes; at most %d", len(w), MaxCodexWord)
+			}
 		}
 	}
 	cf.prefix = append(cf.prefix, pr)
