@@ -206,13 +206,16 @@ func TestQuoteArgsReadsBackAsTheSameWords(t *testing.T) {
 
 // FuzzShellAllow checks that no command line is allowed by prefix rules
 // unless every simple command in it — found independently, by walking
-// the syntax tree — is a plain literal command matching an allow prefix,
-// with no assignment before it.
+// the syntax tree as bash and as dash (POSIX sh) read it — is a plain
+// literal command matching an allow prefix, with no assignment before
+// it. The parser is the matcher's: the oracle also refuses what the
+// parser is known to read otherwise than sh (a carriage return).
 func FuzzShellAllow(f *testing.F) {
 	for _, seed := range []string{
 		"npm test", "npm test; rm -rf /", "npm test $(curl x)", "cat <<EOF\n$(rm -rf /)\nEOF",
 		"FOO=1 npm test", "(npm test) | git status", "npm test `x`", "f() { x; }; f", "npm test <(x)",
 		"eval x", "npm test > /dev/null 2>&1", "\\npm test", "'npm' test", "npm test &", "git status",
+		"npm test \\\r\nrm", "ls\r/x", "npm test $'\\' ; rm ; #'", "npm test &>/dev/null rm",
 	} {
 		f.Add(seed)
 	}
@@ -223,42 +226,54 @@ func FuzzShellAllow(f *testing.F) {
 		if verdictOf(s, "shell", line) != "allow" {
 			return
 		}
-		file, err := syntax.NewParser().Parse(strings.NewReader(line), "")
-		if err != nil {
-			t.Fatalf("%q allowed, but it does not parse: %v", line, err)
+		if strings.ContainsRune(line, '\r') {
+			t.Fatalf("%q allowed, but it holds a carriage return", line)
 		}
-		n := 0
-		syntax.Walk(file, func(node syntax.Node) bool {
-			switch node := node.(type) {
-			case *syntax.FuncDecl, *syntax.DeclClause, *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.ProcSubst, *syntax.CoprocClause, *syntax.LetClause:
-				t.Fatalf("%q allowed, but it holds a %T", line, node)
-			case *syntax.Stmt:
-				if node.Background || node.Coprocess {
-					t.Fatalf("%q allowed, but it runs in the background", line)
-				}
-			case *syntax.CallExpr:
-				n++
-				if len(node.Assigns) > 0 || len(node.Args) == 0 {
-					t.Fatalf("%q allowed, but a command has assignments", line)
-				}
-				var words []string
-				for i, w := range node.Args {
-					lit := w.Lit()
-					if i == 0 && (lit == "" || strings.Contains(lit, `\`)) {
-						t.Fatalf("%q allowed, but command %d's name is not a plain literal", line, n)
-					}
-					words = append(words, lit)
-				}
-				if !hasPrefix(words, prefixes, true) && !hasPrefix(words, exact, false) {
-					t.Fatalf("%q allowed, but command %q matches no allow rule", line, words)
-				}
-			}
-			return true
-		})
-		if n == 0 {
-			t.Fatalf("%q allowed, but it runs no command", line)
+		for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangPOSIX} {
+			checkAllowed(t, line, lang, prefixes, exact)
 		}
 	})
+}
+
+// checkAllowed fails unless every simple command of line, as lang reads
+// it, is plain and matches an allow prefix (or exact rule).
+func checkAllowed(t *testing.T, line string, lang syntax.LangVariant, prefixes, exact [][]string) {
+	t.Helper()
+	file, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		t.Fatalf("%q allowed, but it does not parse as %s: %v", line, lang, err)
+	}
+	n := 0
+	syntax.Walk(file, func(node syntax.Node) bool {
+		switch node := node.(type) {
+		case *syntax.FuncDecl, *syntax.DeclClause, *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.ProcSubst, *syntax.CoprocClause, *syntax.LetClause:
+			t.Fatalf("%q allowed, but it holds a %T", line, node)
+		case *syntax.Stmt:
+			if node.Background || node.Coprocess {
+				t.Fatalf("%q allowed, but it runs in the background", line)
+			}
+		case *syntax.CallExpr:
+			n++
+			if len(node.Assigns) > 0 || len(node.Args) == 0 {
+				t.Fatalf("%q allowed, but a command has assignments", line)
+			}
+			var words []string
+			for i, w := range node.Args {
+				lit := w.Lit()
+				if i == 0 && (lit == "" || strings.Contains(lit, `\`)) {
+					t.Fatalf("%q allowed, but command %d's name is not a plain literal", line, n)
+				}
+				words = append(words, lit)
+			}
+			if !hasPrefix(words, prefixes, true) && !hasPrefix(words, exact, false) {
+				t.Fatalf("%q allowed, but command %q matches no allow rule", line, words)
+			}
+		}
+		return true
+	})
+	if n == 0 {
+		t.Fatalf("%q allowed, but it runs no command", line)
+	}
 }
 
 // hasPrefix reports whether words start with one of the prefixes (are
