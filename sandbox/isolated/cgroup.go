@@ -241,8 +241,10 @@ func (cg *cgroup) files() boundary.CgroupFiles {
 }
 
 // remove deletes the groups once their processes are gone (the PID
-// namespace dies with its init, but the kernel may take a moment). A nil
-// cgroup has nothing to remove.
+// namespace dies with its init, but the kernel may take a moment: a
+// one-shot's PID 1 is still exiting when its command's status is in),
+// trying again after 0.2 ms, then twice as long each time up to 10 ms,
+// for a second in all. A nil cgroup has nothing to remove.
 func (cg *cgroup) remove() {
 	if cg == nil {
 		return
@@ -260,12 +262,20 @@ func (cg *cgroup) remove() {
 			continue
 		}
 		seen[dir] = true
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		removeDir(dir, time.Second)
+	}
+}
+
+// removeDir removes the empty directory dir (a cgroup), trying again
+// while it is busy, with a growing pause, until it is gone or patience is
+// spent.
+func removeDir(dir string, patience time.Duration) {
+	deadline := time.Now().Add(patience)
+	for pause := 200 * time.Microsecond; ; pause = min(2*pause, 10*time.Millisecond) {
+		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+			return
 		}
+		time.Sleep(pause)
 	}
 }
 

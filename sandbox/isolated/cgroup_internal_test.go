@@ -1,11 +1,14 @@
 package isolated
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // sweepGroups removes exactly the groups of groupName's form whose
@@ -51,5 +54,39 @@ func TestSweepRemovesOnlyTheEmptyGroupsOfGoneCreators(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(parent, n)); err != nil {
 			t.Errorf("%s was removed: %v", n, err)
 		}
+	}
+}
+
+// removeDir waits for a busy directory as long as its patience lasts,
+// and returns as soon as the directory is gone: a cgroup whose last
+// process is still exiting is removed a moment later, not after a fixed
+// pause.
+func TestRemoveDirWaitsOnlyWhileBusy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "group")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	busy := filepath.Join(dir, "member") // a non-empty directory: busy
+	if err := os.WriteFile(busy, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		os.Remove(busy)
+	}()
+	removeDir(dir, 5*time.Second)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the directory is still there once it emptied: %v", err)
+	}
+	// Patience spent: it gives up, leaving the directory.
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(busy, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removeDir(dir, 20*time.Millisecond)
+	if _, err := os.Stat(busy); err != nil {
+		t.Fatalf("a directory that stays busy was emptied: %v", err)
 	}
 }
