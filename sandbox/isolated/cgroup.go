@@ -37,6 +37,7 @@ type cgroup struct {
 	v2     bool
 	memory bool // a memory limit is set here
 	pids   bool // a pids limit is set here (on cmd)
+	procs  int  // that limit, the policy's
 }
 
 // Names of the sandbox's pids subgroups.
@@ -168,6 +169,7 @@ func (cg *cgroup) limit(l policy.Limits) error {
 		if err := write("pids", filepath.Join(cmdGroup, "pids.max"), strconv.Itoa(l.Processes)); err != nil {
 			return err
 		}
+		cg.procs = l.Processes
 	}
 	return nil
 }
@@ -178,6 +180,33 @@ func (cg *cgroup) add(pid int) error {
 	for _, dir := range cg.dirs {
 		if cg.v2 && cg.pids {
 			dir = filepath.Join(dir, hutchGroup) // memory and pids share v2's directory
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("joining cgroup %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// addFirst moves a one-shot's PID 1 (before it starts anything) into the
+// commands' part of the groups, and lets the commands' group hold one
+// process more, PID 1 itself: its command then starts there without
+// moving. A move between groups waits for an RCU grace period of the
+// kernel (8-16 ms on a 2-CPU VM, unless the host favours dynamic cgroup
+// changes), and a one-shot pays one move, not two. PID 1 forks once,
+// for its command, before the command can fill the group, and needs no
+// process after that: it only waits, kills and reports.
+func (cg *cgroup) addFirst(pid int) error {
+	if !cg.pids {
+		return cg.add(pid)
+	}
+	cmd := filepath.Join(cg.dirs["pids"], cmdGroup)
+	if err := os.WriteFile(filepath.Join(cmd, "pids.max"), []byte(strconv.Itoa(min(cg.procs+1, 1<<22))), 0o644); err != nil {
+		return fmt.Errorf("making room for PID 1 in %s: %w", cmd, err)
+	}
+	for ctrl, dir := range cg.dirs {
+		if ctrl == "pids" || cg.v2 {
+			dir = cmd // v2: memory and pids share the directory
 		}
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 			return fmt.Errorf("joining cgroup %s: %w", dir, err)

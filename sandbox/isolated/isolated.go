@@ -79,19 +79,16 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 		return sandbox.Result{}, err
 	}
 	defer cg.remove()
+	// PID 1 joins the commands' group itself (cgroup.addFirst): the
+	// command starts there, with no group of its own to join.
 	var join func(int) error
 	if cg != nil {
-		join = cg.add
+		join = cg.addFirst
 	}
-	group, err := cg.commandFiles()
-	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("%w: %v", sandbox.ErrUnsupported, err)
-	}
-	defer group.Close()
 	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
-		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, group.Procs, timeout)
+		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, nil, timeout)
 		if errors.Is(err, sandbox.ErrUnsupported) {
 			if serr := Supported(); serr != nil {
 				err = serr
