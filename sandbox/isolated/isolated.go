@@ -43,7 +43,11 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	if cmd.Dir != "" {
 		pol.Dir, cmd.Dir = cmd.Dir, ""
 	}
-	if pol.Network != policy.NetworkAllow && !needsSupervisor(pol) {
+	supervised, err := needsSupervisor(pol)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	if pol.Network != policy.NetworkAllow && !supervised {
 		return runOnce(ctx, pol, cmd)
 	}
 	// An allow-list needs the init's bridge to the proxy, and a protected
@@ -55,20 +59,34 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	}
 	defer sb.Close()
 	// The init runs the command itself only when no rlimit is needed:
-	// rlimits are per process, and the init's own would bind it too.
+	// rlimits are per process, and the init's own would bind it too. A
+	// supervised command takes the runner's way, as a session's do: in
+	// a cgroup namespace of its own, first in line for the OOM killer,
+	// with the init (and its supervisor) out of its way.
 	l := sb.pol.Limits.Enforced()
-	final := l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
+	final := !supervised && l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
 		(l.Memory == 0 || sb.cg != nil && sb.cg.memory) && (l.Processes == 0 || sb.cg != nil && sb.cg.pids)
 	return sb.exec(ctx, cmd, final)
 }
 
 // needsSupervisor reports whether pol's commands need the session's
 // supervisor (helper.NeedsSupervision). A policy that does not normalize
-// goes to runOnce, which says what is wrong with it.
-func needsSupervisor(pol policy.Policy) bool {
+// goes to runOnce, which says what is wrong with it. One that needs the
+// supervisor and denies /proc/self cannot have it (a session's helpers
+// and its supervisor work through /proc): an error, never a run with
+// the protected paths unkept.
+func needsSupervisor(pol policy.Policy) (bool, error) {
 	cwd, _ := os.Getwd()
 	pol, err := pol.Normalize(cwd)
-	return err == nil && helper.NeedsSupervision(pol)
+	if err != nil || !helper.NeedsSupervision(pol) {
+		return false, nil
+	}
+	for _, d := range pol.Deny {
+		if d == "/proc" || d == "/proc/self" || strings.HasPrefix(d, "/proc/self/") || d == "/proc/thread-self" {
+			return true, fmt.Errorf("%w: the policy denies %s, and a protected path is missing in a writable directory: keeping it from being made needs /proc; name the protected paths the commands may make with unprotect, or make them before the run", sandbox.ErrConfig, d)
+		}
+	}
+	return true, nil
 }
 
 // runOnce is Run without a session: this process forks the sandbox's PID

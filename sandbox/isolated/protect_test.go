@@ -20,7 +20,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
@@ -588,5 +591,22 @@ func TestRunKeepsMissingProtectedPaths(t *testing.T) {
 	}
 	if p := planted(e.work); len(p) > 0 {
 		t.Errorf("made %v", p)
+	}
+	// Nor does such a run go without /proc, which the supervisor needs.
+	for _, deny := range []string{"/proc", "/proc/self"} {
+		if _, err := isolated.Run(bg, pol.Extend(policy.Policy{Deny: []string{deny}}), sandbox.Command{Shell: "true"}); !errors.Is(err, sandbox.ErrConfig) || !strings.Contains(err.Error(), "unprotect") {
+			t.Errorf("deny %s with protected paths missing: %v, want an ErrConfig naming unprotect", deny, err)
+		}
+	}
+	// The one-shot PID 1 itself refuses such a policy: it has no
+	// supervisor to give.
+	cwd, _ := os.Getwd()
+	npol, err := pol.Normalize(cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := wire.Job{Policy: npol, Dir: e.work, Argv: []string{"/bin/true"}, HostUID: os.Getuid(), HostGID: os.Getgid()}
+	if _, _, err := helper.RunOnce(bg, job, nil2(t), nil2(t), nil2(t), nil, nil, 10*time.Second); !errors.Is(err, sysprog.ErrNeedsSupervisor) || !errors.Is(err, sandbox.ErrUnsupported) {
+		t.Errorf("RunOnce with protected paths missing: %v, want ErrNeedsSupervisor", err)
 	}
 }
