@@ -498,11 +498,13 @@ func TestAttack2RunnerMatchesExecHelper(t *testing.T) {
 	}
 	t.Run("one-shot", func(t *testing.T) {
 		// A one-shot run without rlimits: the init itself starts the
-		// command.
-		sb := a2Session(t, e.pol)
+		// command. Nothing protected: a one-shot run that needs the
+		// supervisor takes a session (TestRunKeepsMissingProtectedPaths).
+		pol := e.pol.Extend(policy.Policy{Unprotect: policy.DefaultProtected})
+		sb := a2Session(t, pol)
 		viaRunner := a2ParseState(string(a2Exec(t, sb, a2StateScript, 20*time.Second).Stdout))
 		name, r := startedBy(t, e.work, func(script string) sandbox.Result {
-			r, err := isolated.Run(bg, e.pol, sandbox.Command{Shell: script, Timeout: 20 * time.Second})
+			r, err := isolated.Run(bg, pol, sandbox.Command{Shell: script, Timeout: 20 * time.Second})
 			if err != nil {
 				t.Error(err)
 			}

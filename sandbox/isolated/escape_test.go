@@ -61,7 +61,7 @@ type mode struct {
 }
 
 var (
-	oneShot = mode{"one-shot", isolated.Run}
+	oneShot = mode{"one-shot", viaOneShot}
 	session = mode{"session", viaSession}
 	runCode = mode{"run_code", viaRunCode}
 	remoted = mode{"remote", viaRemote}
@@ -119,6 +119,17 @@ func (e *env) runWith(t *testing.T, pol policy.Policy, c sandbox.Command) sandbo
 		t.Fatalf("Run(%q %q): %v", c.Shell, c.Args, err)
 	}
 	return r
+}
+
+// viaOneShot is isolated.Run with nothing protected unless the policy
+// says otherwise: so it takes the one-shot PID 1's way, as it did before
+// protected paths missing in a writable directory took a session's
+// supervisor (protect_test.go tests that way).
+func viaOneShot(ctx context.Context, pol policy.Policy, c sandbox.Command) (sandbox.Result, error) {
+	if len(pol.Protect) == 0 && len(pol.Unprotect) == 0 {
+		pol.Unprotect = policy.DefaultProtected
+	}
+	return isolated.Run(ctx, pol, c)
 }
 
 // viaSession is isolated.Run through a session (New, Exec, Close).
@@ -2200,7 +2211,9 @@ func TestConcurrentRunsStayApart(t *testing.T) {
 func TestRlimitMemoryFallback(t *testing.T) {
 	e := newEnv(t)
 	cwd, _ := os.Getwd()
-	pol, err := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 200 << 20}, Dir: e.work}).Normalize(cwd)
+	// Nothing protected: RunOnce has no supervisor to give (see
+	// TestRunKeepsMissingProtectedPaths).
+	pol, err := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 200 << 20}, Dir: e.work, Unprotect: policy.DefaultProtected}).Normalize(cwd)
 	if err != nil {
 		t.Fatal(err)
 	}
