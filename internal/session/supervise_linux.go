@@ -706,6 +706,9 @@ func (s *supervisor) open(w *walker, start int, p string, flags, mode uint32) re
 		}
 		return result{fd: fd, cloexec: cloexec}
 	}
+	if flags&(unix.O_CREAT|unix.O_DIRECTORY) == unix.O_CREAT|unix.O_DIRECTORY {
+		return refuse(unix.EINVAL) // as the kernel (Linux 6.4 on), whatever the name
+	}
 	if flags&(unix.O_TMPFILE&^unix.O_DIRECTORY) != 0 {
 		// An unnamed file: nothing is named (a later linkat is checked).
 		h, _, _, _, err := w.lookup(start, p, true)
@@ -722,6 +725,14 @@ func (s *supervisor) open(w *walker, start int, p string, flags, mode uint32) re
 		return result{fd: fd, cloexec: cloexec}
 	}
 	creat, excl := flags&unix.O_CREAT != 0, flags&unix.O_EXCL != 0
+	if creat && strings.HasSuffix(p, "/") {
+		// The kernel refuses it once it has the last name's directory,
+		// before it looks the name up: a file there too.
+		if _, _, _, err := w.parent(start, p); err != nil {
+			return refuse(err)
+		}
+		return refuse(unix.EISDIR)
+	}
 	follow := flags&unix.O_NOFOLLOW == 0 && !(creat && excl)
 	for range 8 {
 		h, dir, last, slash, err := w.lookup(start, p, follow)

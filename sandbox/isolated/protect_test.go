@@ -399,6 +399,22 @@ func supervisorPaths() {
 		_, err := unix.Open("here", unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW, 0o644)
 		return err
 	}(), unix.ELOOP)
+	// The kernel's own errnos: O_CREAT|O_DIRECTORY is invalid whatever
+	// the name (Linux 6.4 on); O_CREAT with a trailing slash is EISDIR,
+	// for an existing file too.
+	openErr := func(p string, flags int) error {
+		fd, err := unix.Open(p, flags|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}
+	check("O_CREAT|O_DIRECTORY, missing", openErr("cdnew", unix.O_CREAT|unix.O_DIRECTORY), unix.EINVAL)
+	check("O_CREAT|O_DIRECTORY, a directory", openErr(".", unix.O_CREAT|unix.O_DIRECTORY), unix.EINVAL)
+	check("O_CREAT|O_DIRECTORY, a file", openErr("src", unix.O_CREAT|unix.O_DIRECTORY), unix.EINVAL)
+	check("O_CREAT, a file with a trailing slash", openErr("src/", unix.O_CREAT|unix.O_WRONLY), unix.EISDIR)
+	check("O_CREAT, a directory with a trailing slash", openErr("sub/", unix.O_CREAT|unix.O_WRONLY), unix.EISDIR)
+	check("O_CREAT, a slash under a missing directory", openErr("nodir/x/", unix.O_CREAT|unix.O_WRONLY), unix.ENOENT)
 	check("bad dirfd", create(999, "x"), unix.EBADF)
 	check("file as dirfd", create(file, "x"), unix.ENOTDIR)
 	check("exclusive on an existing file", func() error {
