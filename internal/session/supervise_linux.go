@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -815,7 +816,9 @@ func (s *supervisor) writable(w *walker, h int, st *unix.Stat_t) error {
 // fifo opens the FIFO h for the caller, for reading or writing only
 // (which waits for the other side): at once when the other side is
 // there, else on a goroutine of its own, so that the supervisor goes on
-// serving (the waiting open makes no name: the FIFO exists).
+// serving (the waiting open makes no name: the FIFO exists). That
+// goroutine tries again, at most fifoPoll apart, until a reader comes or
+// the caller is gone (killed while it waited: its place is given back).
 func (s *supervisor) fifo(w *walker, h int, flags uint32) result {
 	open := int(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW)) | unix.O_CLOEXEC
 	fd, err := unix.Open(selfFD(h), open|unix.O_NONBLOCK, 0)
@@ -848,16 +851,39 @@ func (s *supervisor) fifo(w *walker, h int, flags uint32) result {
 	go func() {
 		defer s.fifoWaits.Add(-1)
 		defer unix.Close(l)
-		fd, err := unix.Open(selfFD(h2), open, 0)
-		unix.Close(h2)
-		if err != nil {
-			answer(l, id, refuse(err))
-			return
+		defer unix.Close(h2)
+		// Not a blocking open: one whose caller was killed would wait
+		// (and hold its place) until some reader came, if ever. A reader
+		// waiting in its own open counts as one, so none is missed.
+		pause := 100 * time.Microsecond
+		for {
+			fd, err := unix.Open(selfFD(h2), open|unix.O_NONBLOCK, 0)
+			if err == nil {
+				if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, open&^unix.O_CLOEXEC&^unix.O_NONBLOCK); err != nil {
+					unix.Close(fd)
+					answer(l, id, refuse(err))
+					return
+				}
+				answer(l, id, result{fd: fd, cloexec: cloexec})
+				return
+			}
+			if !errors.Is(err, unix.ENXIO) {
+				answer(l, id, refuse(err))
+				return
+			}
+			if _, err := ioctl(l, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)); err != nil {
+				return // the caller is gone
+			}
+			time.Sleep(pause)
+			pause = min(2*pause, fifoPoll)
 		}
-		answer(l, id, result{fd: fd, cloexec: cloexec})
 	}()
 	return result{fd: -1, deferred: true}
 }
+
+// fifoPoll is the longest a FIFO's writer waits, once a reader came,
+// before the supervisor sees it.
+const fifoPoll = 20 * time.Millisecond
 
 // mkdir does mkdir(2) for the caller.
 func (s *supervisor) mkdir(w *walker, start int, p string, mode uint32) result {

@@ -537,6 +537,15 @@ func TestSupervisorAttacks(t *testing.T) {
 				t.Errorf("exit %d: %s", code, out)
 			}
 		}},
+		{"FIFO writers killed while they wait", func(t *testing.T) {
+			// Each writer waits for a reader off the supervisor's thread;
+			// one killed meanwhile must give its place back, or after
+			// sixteen no writer could wait for a reader any more.
+			out, _ := execShell(t, sb, `mkfifo ff && for i in $(seq 20); do sh -c 'exec 3>ff' 2>/dev/null & p=$!; sleep 0.05; kill -9 $p 2>/dev/null; done; wait; sleep 0.2; (sleep 0.3; cat ff) & echo through > ff; wait; rm ff`)
+			if out != "through\n" {
+				t.Errorf("a writer after killed ones: %q", out)
+			}
+		}},
 		{"many callers at once", func(t *testing.T) {
 			out, code := execShell(t, sb, `mkdir -p m && for i in $(seq 32); do (for j in $(seq 200); do : > m/f$i-$j; done) & done; wait; ls m | wc -l`)
 			if code != 0 || strings.TrimSpace(out) != "6400" {
