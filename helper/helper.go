@@ -78,6 +78,10 @@ func Ready() bool { return ready.Load() }
 // supervises its commands.
 func NeedsSupervision(p policy.Policy) bool { return sysprog.NeedsSupervision(p) }
 
+// ErrNeedsSupervisor is RunOnce's error (with sandbox.ErrUnsupported) for
+// a policy whose commands need a session's supervisor.
+var ErrNeedsSupervisor = sysprog.ErrNeedsSupervisor
+
 // RunOnce runs job's command once in a fresh sandbox built from its
 // policy, and tears the sandbox down: the isolated tier's one-shot run,
 // with no helper process to start (see [sysprog.RunOnce], which it is).

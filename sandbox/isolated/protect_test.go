@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
-	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
@@ -631,7 +630,7 @@ func TestRunKeepsMissingProtectedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := wire.Job{Policy: npol, Dir: e.work, Argv: []string{"/bin/true"}, HostUID: os.Getuid(), HostGID: os.Getgid()}
-	if _, _, err := helper.RunOnce(bg, job, nil2(t), nil2(t), nil2(t), nil, nil, 10*time.Second); !errors.Is(err, sysprog.ErrNeedsSupervisor) || !errors.Is(err, sandbox.ErrUnsupported) {
+	if _, _, err := helper.RunOnce(bg, job, nil2(t), nil2(t), nil2(t), nil, nil, 10*time.Second); !errors.Is(err, helper.ErrNeedsSupervisor) || !errors.Is(err, sandbox.ErrUnsupported) {
 		t.Errorf("RunOnce with protected paths missing: %v, want ErrNeedsSupervisor", err)
 	}
 }
