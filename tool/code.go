@@ -352,6 +352,7 @@ func runCode(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, err
 			pol = pol.Extend(policy.Policy{Read: []string{c.opts.Mounts[m].Path}})
 		}
 	}
+	pol = scratchOnly(pol, run.dir)
 	cmd := sandbox.Command{Args: []string{lang.Program, run.script}, Env: map[string]string{"RUN_DIR": run.dir}, Timeout: timeout}
 	if w := progressWriter(ctx); w != nil {
 		cmd.Stdout, cmd.Stderr = w, w
@@ -434,6 +435,20 @@ func (c *code) request(ts *Toolset, a codeArgs, lang Language) (permission.Reque
 
 // errTooBig refuses input files over MaxCodeInputBytes together.
 var errTooBig = errors.New("the files are too big")
+
+// scratchOnly lifts the protected paths (policy.DefaultProtected) of pol
+// when the run directory is all it may write and it protects nothing
+// itself: that directory is hutch's, fresh for the call and removed after
+// it, and nothing on the host ever runs a hook or reads a start-up file
+// planted there, while keeping its names would take every call through a
+// supervised session (some 8 ms more a call). A writable mount, or any
+// other writable path, keeps the protection for all of them.
+func scratchOnly(pol policy.Policy, runDir string) policy.Policy {
+	if len(pol.Write) != 1 || pol.Write[0] != runDir || len(pol.Protect) > 0 {
+		return pol
+	}
+	return pol.Extend(policy.Policy{Unprotect: policy.DefaultProtected})
+}
 
 // prepare makes the call's run directory: the code, the input files
 // (read-only), the mounts' links; and remembers what is there, so the

@@ -460,6 +460,45 @@ except OSError as e:
 	}
 }
 
+// A call whose only writable path is its own run directory keeps no
+// protected paths there (the directory is hutch's scratch, removed after
+// the call, and protecting it would take every call through a supervised
+// session); a writable mount keeps them, in the mount and in the run
+// directory alike.
+func TestRunCodeProtectsOnlyWhatOutlivesTheCall(t *testing.T) {
+	b := newCodeBed(t, permission.Config{Mode: permission.Auto}, false)
+	var last atomic.Pointer[policy.Policy]
+	run := b.opts.Run
+	b.opts.Run = func(ctx context.Context, p policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
+		last.Store(&p)
+		return run(ctx, p, cmd)
+	}
+	plant := `cd "$RUN_DIR"; for p in .bashrc .vscode/settings.json .git/hooks/pre-commit; do
+  mkdir -p "$(dirname "$p")" 2>/dev/null; echo x > "$p" 2>/dev/null && echo "made $p"; done
+[ -d out ] && { echo x > out/.bashrc 2>/dev/null && echo "made out/.bashrc"; }; true`
+	b.ts = toolsetWith(t, tool.Options{Sandbox: b.ts.Sandbox(), Code: &b.opts}, permission.Config{Mode: permission.Auto})
+	r, out := b.run(t, map[string]any{"language": "shell", "code": plant})
+	if out.IsError || strings.Count(r.Stdout, "made ") != 3 {
+		t.Errorf("the run directory alone: %q %+v", r.Stdout, out)
+	}
+	if p := last.Load(); p == nil || len(p.Protected()) != 0 {
+		t.Errorf("the run directory alone is protected: %v", p)
+	}
+	rw := t.TempDir()
+	b.opts.Mounts = map[string]tool.Mount{"out": {Path: rw, Writable: true}}
+	b.ts = toolsetWith(t, tool.Options{Sandbox: b.ts.Sandbox(), Code: &b.opts}, permission.Config{Mode: permission.Auto})
+	r, out = b.run(t, map[string]any{"language": "shell", "code": plant})
+	if out.IsError || strings.Contains(r.Stdout, "made out/.bashrc") {
+		t.Errorf("a writable mount: %q %+v", r.Stdout, out)
+	}
+	if _, err := os.Stat(filepath.Join(rw, ".bashrc")); err == nil {
+		t.Error("a protected path was made in a writable mount")
+	}
+	if p := last.Load(); p == nil || len(p.Protected()) == 0 {
+		t.Errorf("a writable mount is not protected: %v", p)
+	}
+}
+
 // Mounts appear under $RUN_DIR: a read-only one can be read and not
 // changed, a writable one changed; what is in them is never returned as
 // written (the walk does not follow their links); a name that is not one
