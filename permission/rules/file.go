@@ -186,15 +186,26 @@ func Marshal(rules []Rule) ([]byte, error) {
 }
 
 // Write writes rules (Marshal) to path, replacing it whole or not at all
-// (a temporary file in its directory, renamed over it), mode 0644.
+// (WriteFile), mode 0644.
 func Write(path string, rules []Rule) error {
 	data, err := Marshal(rules)
 	if err != nil {
 		return err
 	}
+	if err := WriteFile(path, data, nil); err != nil {
+		return fmt.Errorf("writing rules to %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFile writes data to path whole or not at all: into a temporary
+// file in path's directory (mode 0644, synced), which check, when not
+// nil, reads first, then renamed over path. After a failure the
+// temporary file is gone and path is as it was.
+func WriteFile(path string, data []byte, check func(tmp string) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("writing rules: %w", err)
+		return err
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
@@ -206,12 +217,14 @@ func Write(path string, rules []Rule) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && check != nil {
+		err = check(tmp.Name())
+	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("writing rules to %s: %w", path, err)
 	}
-	return nil
+	return err
 }

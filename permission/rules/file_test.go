@@ -106,3 +106,41 @@ func TestLoadRefusesWhatIsNotAReadableRulesFile(t *testing.T) {
 		}
 	}
 }
+
+// WriteFile replaces a file whole or not at all: a check that fails, or a
+// directory that cannot hold the temporary file, leaves the old content
+// and no temporary file behind.
+func TestWriteFileIsWholeOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("does not load back")
+	if err := rules.WriteFile(path, []byte("new"), func(tmp string) error {
+		if b, err := os.ReadFile(tmp); err != nil || string(b) != "new" {
+			t.Errorf("the check read %q, %v", b, err)
+		}
+		return refused
+	}); !errors.Is(err, refused) {
+		t.Fatalf("a failed check: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("a failed check changed the file: %q", b)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Errorf("left behind: %v", names)
+	}
+	if err := rules.WriteFile(path, []byte("new"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Errorf("written: %q", b)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode: %v %v", fi.Mode(), err)
+	}
+	if err := rules.WriteFile(filepath.Join(dir, "missing", "rules.yaml"), []byte("x"), nil); err == nil {
+		t.Error("a file in a missing directory was written")
+	}
+}

@@ -368,27 +368,13 @@ func WritePolicy(path string, p policy.Policy, force bool) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing the policy: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if _, lerr := policy.Load(tmp.Name()); lerr != nil {
-			err = fmt.Errorf("the policy does not load back: %w", lerr)
+	check := func(tmp string) error {
+		if _, err := policy.Load(tmp); err != nil {
+			return fmt.Errorf("the policy does not load back: %w", err)
 		}
+		return nil
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := rules.WriteFile(path, data, check); err != nil {
 		return fmt.Errorf("writing the policy to %s: %w", path, err)
 	}
 	return nil
