@@ -885,20 +885,30 @@ func (s *supervisor) fifo(w *walker, h int, flags uint32) result {
 // before the supervisor sees it.
 const fifoPoll = 20 * time.Millisecond
 
-// mkdir does mkdir(2) for the caller.
-func (s *supervisor) mkdir(w *walker, start int, p string, mode uint32) result {
-	dir, last, _, err := w.parent(start, p)
-	if err != nil {
-		return refuse(err)
+// newName resolves where a call would make the name p (from start) and
+// checks that it may: the directory's handle, the last name and the
+// place the name lands, or the error to refuse the call with (EEXIST for
+// "." and "..", as the kernel's).
+func (s *supervisor) newName(w *walker, start int, p string, intent int) (dir int, last, x string, err error) {
+	if dir, last, _, err = w.parent(start, p); err != nil {
+		return 0, "", "", err
 	}
 	if isDot(last) {
-		return refuse(unix.EEXIST)
+		return 0, "", "", unix.EEXIST
 	}
-	x, err := w.placeOf(dir, last)
+	if x, err = w.placeOf(dir, last); err != nil {
+		return 0, "", "", err
+	}
+	if _, err := s.allowed(x, intent, false); err != nil {
+		return 0, "", "", err
+	}
+	return dir, last, x, nil
+}
+
+// mkdir does mkdir(2) for the caller.
+func (s *supervisor) mkdir(w *walker, start int, p string, mode uint32) result {
+	dir, last, x, err := s.newName(w, start, p, intentMkdir)
 	if err != nil {
-		return refuse(err)
-	}
-	if _, err := s.allowed(x, intentMkdir, false); err != nil {
 		return refuse(err)
 	}
 	if err := unix.Mkdirat(dir, last, mode&0o1777&^w.t.umask); err != nil {
@@ -916,18 +926,8 @@ func (s *supervisor) mkdir(w *walker, start int, p string, mode uint32) result {
 // mknod does mknod(2) for the caller (devices fail: the supervisor has
 // no capability, as the command has none).
 func (s *supervisor) mknod(w *walker, start int, p string, mode, dev uint32) result {
-	dir, last, _, err := w.parent(start, p)
+	dir, last, _, err := s.newName(w, start, p, intentCreate)
 	if err != nil {
-		return refuse(err)
-	}
-	if isDot(last) {
-		return refuse(unix.EEXIST)
-	}
-	x, err := w.placeOf(dir, last)
-	if err != nil {
-		return refuse(err)
-	}
-	if _, err := s.allowed(x, intentCreate, false); err != nil {
 		return refuse(err)
 	}
 	mode = mode&unix.S_IFMT | mode&0o7777&^w.t.umask
@@ -939,18 +939,8 @@ func (s *supervisor) mknod(w *walker, start int, p string, mode, dev uint32) res
 
 // symlink does symlink(2) for the caller.
 func (s *supervisor) symlink(w *walker, target string, start int, p string) result {
-	dir, last, _, err := w.parent(start, p)
+	dir, last, _, err := s.newName(w, start, p, intentCreate)
 	if err != nil {
-		return refuse(err)
-	}
-	if isDot(last) {
-		return refuse(unix.EEXIST)
-	}
-	x, err := w.placeOf(dir, last)
-	if err != nil {
-		return refuse(err)
-	}
-	if _, err := s.allowed(x, intentCreate, false); err != nil {
 		return refuse(err)
 	}
 	if err := unix.Symlinkat(target, dir, last); err != nil {
@@ -983,18 +973,8 @@ func (s *supervisor) link(w *walker, start int, p string, newStart int, newp str
 	if err := s.writable(w, h, &st); err != nil {
 		return refuse(err)
 	}
-	dir, last, _, err := w.parent(newStart, newp)
+	dir, last, _, err := s.newName(w, newStart, newp, intentCreate)
 	if err != nil {
-		return refuse(err)
-	}
-	if isDot(last) {
-		return refuse(unix.EEXIST)
-	}
-	x, err := w.placeOf(dir, last)
-	if err != nil {
-		return refuse(err)
-	}
-	if _, err := s.allowed(x, intentCreate, false); err != nil {
 		return refuse(err)
 	}
 	if err := unix.Linkat(unix.AT_FDCWD, selfFD(h), dir, last, unix.AT_SYMLINK_FOLLOW); err != nil {
