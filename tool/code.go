@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/permission"
@@ -108,13 +109,17 @@ func extension(name string) string {
 	return ""
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+// nameRE is the form of a named sandbox's name (compiled on first use,
+// not at every start of the binary).
+var nameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+})
 
 // ValidSandboxName reports whether name can name a sandbox: a lower-case
 // word (letters, digits, single underscores; it starts with a letter), at
 // most 32 bytes. The error matches ErrConfig and says so.
 func ValidSandboxName(name string) error {
-	if len(name) > 32 || !nameRE.MatchString(name) {
+	if len(name) > 32 || !nameRE().MatchString(name) {
 		return fmt.Errorf("%w: sandbox name %q: use a lower-case word (a-z, 0-9, _), starting with a letter, at most 32 bytes", ErrConfig, name)
 	}
 	return nil

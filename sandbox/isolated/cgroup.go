@@ -325,8 +325,11 @@ type groupOwner struct {
 	ns, pid, start uint64 // PID namespace inode, PID, start time in clock ticks
 }
 
-// groupNameRE is the exact form of groupName's names.
-var groupNameRE = regexp.MustCompile(`^hutch-([0-9]+)-([0-9]+)-([0-9]+)-[0-9a-f]{12}$`)
+// groupNameRE is the exact form of groupName's names (compiled when a
+// sweep first needs it, not at every start).
+var groupNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^hutch-([0-9]+)-([0-9]+)-([0-9]+)-[0-9a-f]{12}$`)
+})
 
 // selfOwner is this process as a group's creator.
 var selfOwner = sync.OnceValue(func() groupOwner {
@@ -346,7 +349,7 @@ func groupName() string {
 // ownerGone reports whether name is a group of groupName's form whose
 // creator, in this process's PID namespace, is no longer running.
 func ownerGone(name string) bool {
-	m := groupNameRE.FindStringSubmatch(name)
+	m := groupNameRE().FindStringSubmatch(name)
 	if m == nil {
 		return false
 	}
