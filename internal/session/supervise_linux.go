@@ -124,6 +124,55 @@ type supervisor struct {
 // (sysprog.SetSupervisor); the runners and exec helpers it starts get the
 // socket at superviseFD.
 func startSupervisor(p policy.Policy) (*supervisor, error) {
+	return newSupervisor(sysprog.ProtectRoots(p), p.Protected(), false)
+}
+
+// StartSupervisor starts, in a process whose umask is 0 (set by the
+// caller, which applies umasks by hand to what it makes and gives its
+// children theirs: see Umask), the supervisor of the commands its
+// starters run: protected paths entries (relative) are kept at each of
+// roots (absolute). It is hutch's container helper's: there the
+// runtime's seccomp profile refuses unshare (CLONE_FS), so the
+// supervisor's thread shares its process's working directory and umask,
+// and relies on neither (it resolves every name from descriptors).
+// Starters get the socket with SupervisedHelper and take it with
+// UseSupervisor.
+func StartSupervisor(roots, entries []string) error {
+	if len(roots) == 0 || len(entries) == 0 {
+		return errors.New("the supervisor needs protect roots and protected paths")
+	}
+	if u := unix.Umask(0); u != 0 {
+		unix.Umask(u)
+		return fmt.Errorf("the supervisor needs its process's umask 0, not %#o", u)
+	}
+	sup, err := newSupervisor(slices.Clone(roots), slices.Clone(entries), true)
+	if err != nil {
+		return err
+	}
+	supervisorPeer = sup.peer
+	return nil
+}
+
+// SupervisedHelper returns the environment entries and extra files
+// (extra, with the supervisor's socket placed at superviseFD) of a
+// starter whose commands must be supervised (StartSupervisor), or nil
+// and extra unchanged when this process runs no supervisor.
+func SupervisedHelper(extra []*os.File) (env []string, files []*os.File) {
+	if supervisorPeer == nil {
+		return nil, extra
+	}
+	return []string{supervisedEnv}, supervisorFiles(extra)
+}
+
+// UseSupervisor, in a starter, supervises the commands it starts when its
+// environment says so (SupervisedHelper): through the socket it must
+// then hold, or it fails.
+func UseSupervisor() error { return useSupervisor() }
+
+// newSupervisor starts a supervisor of entries at roots. With sharedFS
+// its thread keeps its process's working directory and umask (0, the
+// caller's business) instead of taking its own.
+func newSupervisor(roots, entries []string, sharedFS bool) (*supervisor, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("the supervisor's socket: %w", err)
@@ -141,11 +190,11 @@ func startSupervisor(p policy.Policy) (*supervisor, error) {
 		unix.Close(root)
 		return nil, fmt.Errorf("the supervisor's /proc: %w", err)
 	}
-	s := &supervisor{intake: fds[0], peer: os.NewFile(uintptr(fds[1]), "hutch-supervisor"), roots: sysprog.ProtectRoots(p),
-		entries: p.Protected(), root: root, procDev: uint64(st.Dev), self: os.Getpid(),
+	s := &supervisor{intake: fds[0], peer: os.NewFile(uintptr(fds[1]), "hutch-supervisor"), roots: roots,
+		entries: entries, root: root, procDev: uint64(st.Dev), self: os.Getpid(),
 		fresh: map[fileID]bool{}, sealed: map[fileID]bool{}}
 	ready := make(chan error, 1)
-	go s.run(ready)
+	go s.run(ready, sharedFS)
 	if err := <-ready; err != nil {
 		return nil, err
 	}
@@ -155,13 +204,15 @@ func startSupervisor(p policy.Policy) (*supervisor, error) {
 
 // run is the supervisor's thread: it gives up what it must not act with,
 // says so on ready, then serves until the process ends.
-func (s *supervisor) run(ready chan<- error) {
+func (s *supervisor) run(ready chan<- error, sharedFS bool) {
 	runtime.LockOSThread() // never unlocked: the thread is the supervisor's
-	if err := unix.Unshare(unix.CLONE_FS); err != nil {
-		ready <- fmt.Errorf("the supervisor's own working directory and umask: %w", err)
-		return
+	if !sharedFS {
+		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+			ready <- fmt.Errorf("the supervisor's own working directory and umask: %w", err)
+			return
+		}
+		unix.Umask(0) // the command's umask is applied by hand
 	}
-	unix.Umask(0) // the command's umask is applied by hand
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var none [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &none[0]); err != nil {
