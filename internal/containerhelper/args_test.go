@@ -118,3 +118,27 @@ func cpuUsed(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// serve's --supervise=ROOT options: clean absolute paths, after --protect.
+func TestSuperviseArgs(t *testing.T) {
+	for _, c := range []struct {
+		args, protect, roots, rest []string
+		wantErr                    string
+	}{
+		{args: []string{"/w"}, rest: []string{"/w"}},
+		{args: []string{"--supervise=/w", "--supervise=/w/sub", "--cpu-time=2", "/w"}, protect: []string{".bashrc"}, roots: []string{"/w", "/w/sub"}, rest: []string{"--cpu-time=2", "/w"}},
+		{args: []string{"--supervise=w", "/w"}, protect: []string{".bashrc"}, wantErr: "clean absolute"},
+		{args: []string{"--supervise=/w/../x", "/w"}, protect: []string{".bashrc"}, wantErr: "clean absolute"},
+		{args: []string{"--supervise=/w", "/w"}, wantErr: "without --protect"},
+	} {
+		roots, rest, err := superviseArgs(c.args, c.protect)
+		switch {
+		case c.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: %v, want %q", c.args, err, c.wantErr)
+			}
+		case err != nil || strings.Join(roots, " ") != strings.Join(c.roots, " ") || strings.Join(rest, " ") != strings.Join(c.rest, " "):
+			t.Errorf("%q: %q %q %v, want %q %q", c.args, roots, rest, err, c.roots, c.rest)
+		}
+	}
+}

@@ -58,17 +58,25 @@ func Main(args []string) (code int, ok bool) {
 		return containerInit(watch, ready), true
 	case "serve":
 		protect, rest, err := protectArg(args[1:])
+		var supervise []string
+		if err == nil {
+			supervise, rest, err = superviseArgs(rest, protect)
+		}
 		var lim boundary.CommandLimits
 		var root string
 		if err == nil {
 			lim, root, err = serveArgs(rest)
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--protect=PATH,...] [--cpu-time=SECONDS] [--open-files=N] ROOT)\n", err)
+			fmt.Fprintf(os.Stderr, "hutch-helper: %v (usage: hutch-helper serve [--protect=PATH,... [--supervise=ROOT]...] [--cpu-time=SECONDS] [--open-files=N] ROOT)\n", err)
 			return 2, true
 		}
-		sysprog.ReserveThreads(sysprog.ServerThreads)
-		return serveStream(os.Stdin, os.Stdout, root, lim, protect), true
+		threads := sysprog.ServerThreads
+		if len(supervise) > 0 {
+			threads++ // the supervisor's, locked
+		}
+		sysprog.ReserveThreads(threads)
+		return serveStream(os.Stdin, os.Stdout, root, lim, protect, supervise), true
 	case "reaper":
 		sysprog.ReserveThreads(sysprog.StarterThreads)
 		return reaperMain(), true
@@ -90,6 +98,25 @@ func protectArg(args []string) (protect, rest []string, err error) {
 		protect = append(protect, e)
 	}
 	return protect, args[1:], nil
+}
+
+// superviseArgs takes serve's --supervise=ROOT options (each an absolute
+// clean path: where a protected path is missing or a link, which no
+// read-only bind keeps, so its commands need the supervisor) that follow
+// --protect out of args.
+func superviseArgs(args, protect []string) (roots, rest []string, err error) {
+	for len(args) > 0 && strings.HasPrefix(args[0], "--supervise=") {
+		r := strings.TrimPrefix(args[0], "--supervise=")
+		if !path.IsAbs(r) || path.Clean(r) != r {
+			return nil, nil, fmt.Errorf("--supervise root %q is not a clean absolute path", r)
+		}
+		roots = append(roots, r)
+		args = args[1:]
+	}
+	if len(roots) > 0 && len(protect) == 0 {
+		return nil, nil, errors.New("--supervise without --protect")
+	}
+	return roots, args, nil
 }
 
 // serveArgs reads serve's arguments: the optional limits
@@ -174,20 +201,35 @@ type streamServer struct {
 	// cmdLimits bind every command: each reaper is given them before it
 	// starts one, and hands them down. The server itself lives without.
 	cmdLimits boundary.CommandLimits
+	// umask is what each reaper sets for its commands: -1 to keep the
+	// one it inherits (the server's, when no supervisor runs).
+	umask int
 
 	mu   sync.Mutex
 	idle []*reaperProc
 }
 
-func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandLimits, protect []string) int {
+func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandLimits, protect, supervise []string) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // commands (same user) cannot reach into it
+	umask := -1                                      // the commands' umask, when the server's is 0 for the supervisor
+	if len(supervise) > 0 {
+		// The supervisor shares this process's umask (the runtime's
+		// seccomp profile refuses it an unshare): 0, and each reaper
+		// puts the commands' back. The file operations set their modes
+		// exactly whatever the umask.
+		umask = unix.Umask(0)
+		if err := session.StartSupervisor(supervise, protect); err != nil {
+			fmt.Fprintf(os.Stderr, "hutch-helper: a protected path is missing in a writable bind and its commands need the supervisor, which cannot run in this container: %v\n", err)
+			return 1
+		}
+	}
 	files, err := hostfs.New(root, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hutch-helper: %v\n", err)
 		return 1
 	}
 	files.Protect(protect)
-	s := &streamServer{FS: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim}
+	s := &streamServer{FS: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim, umask: umask}
 	defer s.shutdown()
 	go s.prewarm()
 	if err := streamserver.Serve(context.Background(), in, out, s, wire.Hello{PID: os.Getpid(), Root: files.Root()}); err != nil {
@@ -371,8 +413,12 @@ func (s *streamServer) startReaper() (*reaperProc, error) {
 	c := exec.Command("/proc/self/exe", "reaper")
 	c.Args[0] = boundary.ContainerHelperName
 	c.Dir = "/"
-	c.Env = []string{}
-	c.ExtraFiles = []*os.File{child}
+	env, extra := session.SupervisedHelper([]*os.File{child})
+	if s.umask >= 0 {
+		env = append(env, reaperUmaskEnv+strconv.Itoa(s.umask))
+	}
+	c.Env = append([]string{}, env...)
+	c.ExtraFiles = extra
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := c.Start(); err != nil {
 		host.Close()
@@ -413,6 +459,10 @@ func setLimits(l boundary.CommandLimits, pid int) error {
 	return nil
 }
 
+// reaperUmaskEnv, in a reaper's environment, gives (in decimal) the umask
+// its commands start with.
+const reaperUmaskEnv = "HUTCH_UMASK="
+
 // discard closes the reaper's socket: it ends what it runs and exits.
 func (r *reaperProc) discard() { _ = r.conn.Close() }
 
@@ -427,6 +477,21 @@ func reaperMain() int {
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	sysprog.PrepareCommandOOM() // while its /proc files are still its own
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if v, ok := os.LookupEnv(strings.TrimSuffix(reaperUmaskEnv, "=")); ok {
+		u, err := strconv.ParseUint(v, 10, 9)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hutch-helper: reaper: umask %q: %v\n", v, err)
+			return 1
+		}
+		unix.Umask(int(u))
+	}
+	conn := wire.NewConn(3)
+	if err := session.UseSupervisor(); err != nil {
+		// The server hears of it from the first command's answer: none
+		// runs unsupervised.
+		fmt.Fprintf(os.Stderr, "hutch-helper: reaper: %v\n", err)
+		return 1
+	}
 	// Signals a command may send (same user) are caught and dropped;
 	// caught rather than ignored so that commands start with the default
 	// dispositions.
@@ -437,7 +502,6 @@ func reaperMain() int {
 		for range sigs {
 		}
 	}()
-	conn := wire.NewConn(3)
 	type execReq struct {
 		req   wire.Request
 		files []*os.File
