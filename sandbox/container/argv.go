@@ -257,6 +257,9 @@ func (o Options) HelperArgs(id string) []string {
 		// Only a host directory keeps what a command plants: the
 		// container's own files go with it.
 		a = append(a, "--protect="+strings.Join(o.protected, ","))
+		for _, r := range o.supervise {
+			a = append(a, "--supervise="+r)
+		}
 	}
 	if o.Runtime != Apple {
 		if o.CPUTime > 0 {

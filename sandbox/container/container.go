@@ -105,7 +105,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.protectBinds = o.protectedBinds()
+	o.protectBinds, o.supervise = o.protectedBinds()
 	prog, err := o.program()
 	if err != nil {
 		return nil, err
@@ -354,6 +354,12 @@ func (s *Sandbox) bringUp(ctx context.Context, id string) error {
 			}
 			if gerr := s.checkRunning(ctx, id); gerr != nil {
 				return gerr
+			}
+			if len(s.o.supervise) > 0 {
+				// Through the runtime's exec, commands could make the
+				// missing protected paths the supervisor keeps.
+				return fmt.Errorf("%w: container: a protected path is missing in a writable bind, and only hutch's helper keeps commands from making it (its supervisor), but the helper could not start in the container (%v): make the missing paths (hutch protects those that exist with read-only binds), unprotect them, or turn the helper off (NoHelper, --no-helper) to run without that protection",
+					sandbox.ErrUnsupported, err)
 			}
 			if s.o.helperLimits() {
 				// The container was made without these limits (RunArgs):

@@ -217,6 +217,9 @@ type Options struct {
 
 	protected    []string // the effective list (normalize)
 	protectBinds []Bind   // the read-only binds that keep them (New)
+	// supervise are the roots where some are missing (New): the helper
+	// supervises commands there (HelperArgs).
+	supervise []string
 }
 
 // The option syntaxes. They are compiled on first use, not at program

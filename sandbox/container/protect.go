@@ -17,11 +17,14 @@ import (
 // itself, writable, so that it cannot be moved aside and made anew. A
 // protected path that is missing, that is a symbolic link or that lies
 // behind one gets nothing: a mount needs something there, and the
-// runtime would follow the link (see docs/security.md). Nothing is bound
-// for a remote engine, whose files this machine cannot see.
-func (o Options) protectedBinds() []Bind {
+// runtime would follow the link (see docs/security.md): when any is,
+// supervise lists every root (as the container sees it) and hutch's
+// helper runs the supervisor for the commands (HelperArgs). Nothing is
+// bound or supervised for a remote engine, whose files this machine
+// cannot see.
+func (o Options) protectedBinds() (binds []Bind, supervise []string) {
 	if len(o.protected) == 0 || o.Engine.remote() {
-		return nil
+		return nil, nil
 	}
 	type root struct{ src, dst string }
 	var roots []root
@@ -35,6 +38,7 @@ func (o Options) protectedBinds() []Bind {
 		}
 	}
 	var out []Bind
+	missing := false
 	add := func(b Bind) {
 		if !slices.Contains(out, b) {
 			out = append(out, b)
@@ -52,6 +56,7 @@ func (o Options) protectedBinds() []Bind {
 				}
 			}
 			if !ok {
+				missing = true
 				continue
 			}
 			for i := 1; i < len(parts); i++ {
@@ -61,5 +66,12 @@ func (o Options) protectedBinds() []Bind {
 			add(Bind{Source: path.Join(r.src, e), Target: path.Join(r.dst, e)})
 		}
 	}
-	return out
+	if missing {
+		for _, r := range roots {
+			if !slices.Contains(supervise, path.Clean(r.dst)) {
+				supervise = append(supervise, path.Clean(r.dst))
+			}
+		}
+	}
+	return out, supervise
 }
