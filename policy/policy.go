@@ -156,9 +156,15 @@ func protectedList(protect, unprotect []string) []string {
 
 // ProtectedNote says, for a model, which protected paths stay read-only
 // in a tier's writable directories and how far that reaches (what is
-// "sandbox" or "container": what started).
-func ProtectedNote(protected []string, what string) string {
-	return fmt.Sprintf("Protected paths stay read-only in the writable directories: %s (the file tools refuse them at any depth; commands cannot change those that existed at the top of a writable directory, or of the start directory, when the %s started).", showPaths(protected), what)
+// "sandbox" or "container": what started). created says whether the
+// tier also keeps commands from making those that were missing (the
+// isolated tier's supervisor, the container helper's).
+func ProtectedNote(protected []string, what string, created bool) string {
+	keep := "commands cannot change those that existed at the top of a writable directory, or of the start directory, when the " + what + " started"
+	if created {
+		keep = "at the top of a writable directory, or of the start directory, commands can neither change them nor make those that were missing when the " + what + " started"
+	}
+	return fmt.Sprintf("Protected paths stay read-only in the writable directories: %s (the file tools refuse them at any depth; %s).", showPaths(protected), keep)
 }
 
 // ProtectedPaths is the protected list of a tier that takes no policy

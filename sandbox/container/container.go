@@ -746,7 +746,7 @@ func (s *Sandbox) Instructions() string {
 		fmt.Fprintf(&b, " Memory limit %d MiB.", o.Memory>>20)
 	}
 	if len(o.protected) > 0 && slices.ContainsFunc(o.Binds, func(b Bind) bool { return b.Writable }) {
-		b.WriteString(" " + policy.ProtectedNote(o.protected, "container"))
+		b.WriteString(" " + policy.ProtectedNote(o.protected, "container", !o.NoHelper))
 	}
 	return b.String()
 }

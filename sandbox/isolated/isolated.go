@@ -804,7 +804,7 @@ func (s *Sandbox) Instructions() string {
 	ins := "You run inside an isolated sandbox on this machine (kernel namespaces, no capabilities). " + s.pol.Summary()
 	if len(s.pol.Write) > 0 {
 		if prot := s.pol.Protected(); len(prot) > 0 {
-			ins += " " + policy.ProtectedNote(prot, "sandbox")
+			ins += " " + policy.ProtectedNote(prot, "sandbox", true)
 		}
 	}
 	return ins
