@@ -543,17 +543,23 @@ func readAnswer(state string, resp mcp.InputResponse) (answer, error) {
 }
 
 // ServeStdio serves one session on standard input and output until the
-// client disconnects or ctx ends. When ctx ends, the running tool calls
-// are cancelled (their commands killed) and ServeStdio returns once they
-// have returned, with ctx's error.
+// client disconnects or ctx ends (Serve on StdioTransport).
 func ServeStdio(ctx context.Context, cfg Config) error {
+	return Serve(ctx, cfg, StdioTransport())
+}
+
+// Serve serves one session on t until the client disconnects or ctx
+// ends. When ctx ends, the running tool calls are cancelled (their
+// commands killed) and Serve returns once they have returned, with ctx's
+// error.
+func Serve(ctx context.Context, cfg Config, t mcp.Transport) error {
 	cfg.stop = &stopper{ctx: ctx}
 	srv, ts, err := newServer(cfg)
 	if err != nil {
 		return err
 	}
 	defer ts.Close() // the session's background processes end with it
-	err = srv.Run(ctx, StdioTransport())
+	err = srv.Run(ctx, t)
 	if ctx.Err() != nil {
 		cfg.stop.wait()
 	}

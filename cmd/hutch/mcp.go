@@ -75,7 +75,7 @@ missing), or made fresh and printed on stderr.`,
 			if err := rf.apply(c.Flags(), &settings); err != nil {
 				return err
 			}
-			return serveMCP(c.Context(), settings, c.ErrOrStderr())
+			return serveMCP(c.Context(), settings, c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	f := c.Flags()
@@ -129,7 +129,7 @@ func overlay(file, flags config.Settings, set *pflag.FlagSet) config.Settings {
 	return file
 }
 
-func serveMCP(ctx context.Context, s config.Settings, logw io.Writer) error {
+func serveMCP(ctx context.Context, s config.Settings, in io.Reader, out, logw io.Writer) error {
 	// The server keeps little live memory but the SDK makes garbage on
 	// every message (tens of KiB of decode buffers): collecting at 4x the
 	// live heap instead of 2x halves GC work for a few MiB. GOGC wins.
@@ -145,7 +145,7 @@ func serveMCP(ctx context.Context, s config.Settings, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	err = serveOpen(ctx, b, s.HTTP, token, tokenNote, logw)
+	err = serveOpen(ctx, b, s.HTTP, token, tokenNote, in, out, logw)
 	_ = b.Close()
 	// SIGINT or SIGTERM is a clean stop, said on one line once the calls
 	// running have ended (their commands killed) and the sandbox is closed.
@@ -157,9 +157,10 @@ func serveMCP(ctx context.Context, s config.Settings, logw io.Writer) error {
 	return err
 }
 
-// serveOpen serves what b built on stdio, or on HTTP at addr, until the
-// client goes away (stdio) or ctx ends.
-func serveOpen(ctx context.Context, b *config.Built, addr, token, tokenNote string, logw io.Writer) error {
+// serveOpen serves what b built on in and out (the process's own standard
+// streams through StdioTransport, and its poller), or on HTTP at addr,
+// until the client goes away (stdio) or ctx ends.
+func serveOpen(ctx context.Context, b *config.Built, addr, token, tokenNote string, in io.Reader, out, logw io.Writer) error {
 	for _, n := range b.Notes {
 		fmt.Fprintln(logw, "hutch: note: "+n)
 	}
@@ -171,7 +172,12 @@ func serveOpen(ctx context.Context, b *config.Built, addr, token, tokenNote stri
 		// GOMAXPROCS is left as the runtime sets it: clients send calls
 		// in parallel (four globs at once, a read during a glob), and one
 		// scheduler thread made them take turns.
-		return mcpserver.ServeStdio(ctx, cfg)
+		if in == io.Reader(os.Stdin) && out == io.Writer(os.Stdout) {
+			return mcpserver.ServeStdio(ctx, cfg)
+		}
+		// Other streams (a test's): never the process's own, which
+		// StdioTransport would make non-blocking under the rest of it.
+		return mcpserver.Serve(ctx, cfg, &mcpserver.LineTransport{In: in, Out: out})
 	}
 	return mcpserver.ServeHTTP(ctx, cfg, addr, token, logw)
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // "policy:" in an mcp --config file is refused on the local tier, as the
@@ -81,5 +85,38 @@ func TestMCPAllowAndModeFlags(t *testing.T) {
 		if code != 125 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%q: exit %d, stderr %q (want 125 and %q on one line)", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// hutch mcp serves the streams it is given: run in process with streams
+// of its own (as the tests run it) it answers on them, and leaves the
+// process's standard output as it was. Made non-blocking under the test
+// binary, a pipe to go test lost the test's own output once full.
+func TestMCPServesTheStreamsItIsGiven(t *testing.T) {
+	before, err := unix.FcntlInt(1, unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"
+	in, send := io.Pipe()
+	out := &lockedBuffer{}
+	done := make(chan int)
+	go func() { done <- execute([]string{"mcp", "--tier", "virtual"}, in, out, io.Discard) }()
+	if _, err := send.Write([]byte(init)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), `"id":1`) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	send.Close()
+	if code := <-done; code != 0 || !strings.Contains(out.String(), `"serverInfo"`) {
+		t.Errorf("hutch mcp on a test's streams: exit %d, stdout %q", code, out.String())
+	}
+	after, err := unix.FcntlInt(1, unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before&unix.O_NONBLOCK != after&unix.O_NONBLOCK {
+		t.Errorf("standard output's flags went from %#x to %#x", before, after)
 	}
 }
