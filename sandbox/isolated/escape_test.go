@@ -609,10 +609,13 @@ func TestLimits(t *testing.T) {
 				return
 			}
 			pol := e.pol.Extend(policy.Policy{Limits: policy.Limits{Memory: 64 << 20}})
+			// Each process holds its memory for 6 s: on a loaded machine
+			// starting 30 of them took over 2 s, and the first had let go
+			// before the last allocated (a CI run saw 64 MiB never reached).
 			var pid1 string
 			r := withStarterAfter(t, e.work, func(script string) sandbox.Result {
 				return e.runWith(t, pol, sandbox.Command{Shell: script, Timeout: 30 * time.Second})
-			}, `for i in $(seq 30); do (x=$(head -c 3000000 /dev/zero | tr "\0" a); sleep 2) & done; wait; `,
+			}, `for i in $(seq 30); do (x=$(head -c 3000000 /dev/zero | tr "\0" a); sleep 6) & done; wait; `,
 				`echo "command $(cat /proc/self/oom_score_adj)"`, func(s starter) {
 					b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", s.pid))
 					pid1 = strings.TrimSpace(string(b))
