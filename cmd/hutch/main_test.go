@@ -329,10 +329,14 @@ func dockerImage(t *testing.T) string {
 func TestRunContainer(t *testing.T) {
 	image := dockerImage(t)
 	dir := t.TempDir()
-	code, out, errs := hutch(t, "", "run", "--tier", "container", "--image", image, "--write", dir, "--json", "--",
-		"sh", "-c", "pwd; grep CapEff /proc/self/status; echo x > made.txt; touch /etc/x 2>/dev/null || echo ro")
+	// The helper is a static build: this test binary may be linked
+	// dynamically (cgo), and a writable bind missing protected paths
+	// needs the helper's supervisor, which the container tier never
+	// drops silently.
+	code, out, errs := hutch(t, "", "run", "--tier", "container", "--image", image, "--helper", staticHutch(t), "--write", dir, "--json", "--",
+		"sh", "-c", "pwd; grep CapEff /proc/self/status; echo x > made.txt; touch /etc/x 2>/dev/null || echo ro; touch .bashrc 2>/dev/null || echo protected")
 	r := decodeOne(t, out)
-	if code != 0 || *r.Stdout != dir+"\nCapEff:\t0000000000000000\nro\n" {
+	if code != 0 || *r.Stdout != dir+"\nCapEff:\t0000000000000000\nro\nprotected\n" {
 		t.Errorf("exit %d, %s %s", code, out, errs)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "made.txt")); err != nil || string(b) != "x\n" {
