@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -716,7 +717,7 @@ func (b cliBackend) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 		return sandbox.Result{}, ctx.Err()
 	}
 	pipes.Ended() // the runtime's exec has exited: its output ends
-	if !hdr.started() {
+	if !hdr.started() && !(pipes.Refused() && diedOf(c.ProcessState, syscall.SIGPIPE)) {
 		return sandbox.Result{}, scriptErr("exec", cmd.Dir, c.ProcessState, hdr.early(), werr)
 	}
 	res := tierkit.Captured(begin, stdout, stderr)
@@ -729,10 +730,23 @@ func (b cliBackend) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 		// pipe, and the command's tree, which does not write into that
 		// pipe itself, may still run in the container. End it, and report
 		// what the command would have had from a pipe of its own.
-		b.endTree(hdr)
+		// The runtime copies the command's stdout and stderr apart, so
+		// its first output can come before the wrapper's header: a
+		// runtime's exec that died of the refused pipe then never named
+		// the tree, which ends on its own next write into the runtime's
+		// broken stream, or with the container.
+		if hdr.started() {
+			b.endTree(hdr)
+		}
 		res.ExitCode, res.Signal = 141, "SIGPIPE"
 	}
 	return res, nil
+}
+
+// diedOf reports whether the process ps describes was killed by sig.
+func diedOf(ps *os.ProcessState, sig syscall.Signal) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
 // endTree kills the tree of a wrapper whose runtime's exec is gone, trying
