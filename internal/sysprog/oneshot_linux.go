@@ -583,8 +583,18 @@ func startCommand(x *oneShotExec) (what []byte, e syscall.Errno, code uintptr) {
 	if x.supervise != nil {
 		// Before anything of the command's runs, and while the
 		// supervisor's socket is still open.
-		if what, e := superviseSelf(x.supervise); e != 0 {
-			return what, e, 126
+		s := x.supervise // see superviseFlags
+		fd, e := sys6(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, superviseFlags, uintptr(unsafe.Pointer(&s.prog)), 0, 0, 0)
+		if e == unix.EINVAL {
+			fd, e = sys6(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&s.prog)), 0, 0, 0)
+		}
+		if e == 0 {
+			*(*int32)(unsafe.Pointer(uintptr(unsafe.Pointer(unsafe.SliceData(s.oob))) + s.fdAt)) = int32(fd)
+			_, e = sys6(unix.SYS_SENDMSG, s.sock, uintptr(unsafe.Pointer(&s.msg)), unix.MSG_NOSIGNAL, 0, 0, 0)
+			sys6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
+		}
+		if e != 0 {
+			return superviseFailed, e, 126
 		}
 	}
 	if x.stdio[0] >= 0 {

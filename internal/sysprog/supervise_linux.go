@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"path"
 	"sync"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -140,30 +138,17 @@ func newSuperviseStep(x *oneShotExec) error {
 	return nil
 }
 
-// superviseSelf installs the notifying filter on the calling process (a
-// command's, before execve) and sends the listener to the supervisor.
+// A supervised command installs the notifying filter on itself (in
+// startCommand, before execve) and sends the listener to the supervisor.
 // The wait of a notified call is killable only once the supervisor has
 // the notification (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, Linux 5.19),
 // so a signal cannot restart a call the supervisor already made; older
-// kernels go without.
-//
-//go:nosplit
-//go:norace
-func superviseSelf(s *superviseStep) ([]byte, syscall.Errno) {
-	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
-	fd, e := sys6(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&s.prog)), 0, 0, 0)
-	if e == unix.EINVAL {
-		fd, e = sys6(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&s.prog)), 0, 0, 0)
-	}
-	if e != 0 {
-		return superviseFailed, e
-	}
-	*(*int32)(unsafe.Pointer(uintptr(unsafe.Pointer(unsafe.SliceData(s.oob))) + s.fdAt)) = int32(fd)
-	if _, e := sys6(unix.SYS_SENDMSG, s.sock, uintptr(unsafe.Pointer(&s.msg)), unix.MSG_NOSIGNAL, 0, 0, 0); e != 0 {
-		return superviseFailed, e
-	}
-	sys6(unix.SYS_CLOSE, fd, 0, 0, 0, 0, 0)
-	return nil, 0
-}
+// kernels go without. The steps are written out in startCommand, not
+// called: a call's frame on top of startCommand's passed the stack that
+// the child of a vfork may use (nosplit) in a build instrumented for
+// fuzzing.
+
+// superviseFlags are the filter's flags where the kernel has them all.
+const superviseFlags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 
 var superviseFailed = []byte("cannot hand its file creations to the supervisor: ")
