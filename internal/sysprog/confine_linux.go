@@ -1,7 +1,6 @@
 package sysprog
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
@@ -176,18 +174,7 @@ var seccompFilters = sync.OnceValues(func() ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) == 0 || len(raw) > 0xffff {
-		return nil, fmt.Errorf("seccomp filter of %d instructions", len(raw))
-	}
-	filters := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return filters, nil
+	return assemble(prog)
 })
 
 // Confine applies every layer that works per process to the calling
