@@ -49,37 +49,14 @@ func execOut(t *testing.T, sb sandbox.Sandbox, script string) (string, int) {
 // ordinary files are made all along. (busybox has no git: the git init,
 // add and commit of the isolated tier's tests cannot run in this image.)
 func TestProtectedMissingPathsEveryRouteSupervised(t *testing.T) {
-	routes := []struct{ name, script string }{
-		{">", "echo planted > F"},
-		{">>", "echo planted >> F"},
-		{"tee", "echo planted | tee F"},
-		{"cp", "cp other F"},
-		{"mv", "cp other o2 && mv -f o2 F"},
-		{"ln -s", "ln -s other F"},
-		{"ln", "ln other F"},
-		{"mkdir", "mkdir F"},
-		{"mkdir -p", "mkdir -p F/a/b"},
-		{"touch", "touch F"},
-		{"install", "install -m 755 other F"},
-		{"mkfifo", "mkfifo F"},
-		{"dangling link", "ln -sf F dangling && echo planted > dangling"},
-		{"dotdot", "mkdir -p sub && echo planted > sub/../F"},
-		{"absolute", `echo planted > "$PWD/F"`},
-		{"proc cwd", "echo planted > /proc/self/cwd/F"},
-	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "other"), []byte("other"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sb := protectedContainer(t, dir)
-	for _, r := range routes {
-		t.Run(r.name, func(t *testing.T) {
-			var script strings.Builder
-			for _, e := range policy.DefaultProtected {
-				script.WriteString(strings.ReplaceAll(r.script, "F", e) + " 2>/dev/null\n")
-			}
-			script.WriteString("echo done")
-			out, _ := execOut(t, sb, script.String())
+	for _, r := range sandboxtest.CreateRoutes {
+		t.Run(r.Name, func(t *testing.T) {
+			out, _ := execOut(t, sb, sandboxtest.ProtectedScript(r))
 			if !strings.Contains(out, "done") {
 				t.Fatalf("the script did not run: %s", out)
 			}
@@ -92,7 +69,7 @@ func TestProtectedMissingPathsEveryRouteSupervised(t *testing.T) {
 				if ents, _ := os.ReadDir(p); e == ".git/hooks" && fi.IsDir() && len(ents) == 0 {
 					continue // git init's own in a .git the supervisor made (docs/security.md)
 				}
-				t.Errorf("%s made %s (%v)", r.name, e, fi.Mode())
+				t.Errorf("%s made %s (%v)", r.Name, e, fi.Mode())
 				_ = os.RemoveAll(p)
 			}
 		})

@@ -225,45 +225,24 @@ func planted(dir string) []string {
 // link, mkdir (nested too), touch, install, mkfifo, a dangling link, ..
 // and absolute paths, /proc/self/cwd, and python's os.open and os.mkdir.
 func TestProtectedMissingPathsEveryRoute(t *testing.T) {
-	routes := []struct{ name, script string }{
-		{">", "echo planted > F"},
-		{">>", "echo planted >> F"},
-		{"tee", "echo planted | tee F"},
-		{"cp", "cp other F"},
-		{"mv", "cp other o2 && mv -f o2 F"},
-		{"ln -s", "ln -s other F"},
-		{"ln", "ln other F"},
-		{"mkdir", "mkdir F"},
-		{"mkdir -p", "mkdir -p F/a/b"},
-		{"touch", "touch F"},
-		{"install", "install -m 755 other F"},
-		{"mkfifo", "mkfifo F"},
-		{"dangling link", "ln -sf F dangling && echo planted > dangling"},
-		{"dotdot", "mkdir -p sub && echo planted > sub/../F"},
-		{"absolute", `echo planted > "$PWD/F"`},
-		{"proc cwd", "echo planted > /proc/self/cwd/F"},
-		{"python open", `python3 -c 'import os; os.open("F", os.O_CREAT|os.O_WRONLY, 0o755)'`},
-		{"python mkdir", `python3 -c 'import os; os.makedirs("F/x")'`},
-		{"python rename", `python3 -c 'import os; open("o3","w").write("x"); os.replace("o3", "F")'`},
-	}
+	routes := append(slices.Clone(sandboxtest.CreateRoutes),
+		sandboxtest.CreateRoute{Name: "python open", Script: `python3 -c 'import os; os.open("F", os.O_CREAT|os.O_WRONLY, 0o755)'`},
+		sandboxtest.CreateRoute{Name: "python mkdir", Script: `python3 -c 'import os; os.makedirs("F/x")'`},
+		sandboxtest.CreateRoute{Name: "python rename", Script: `python3 -c 'import os; open("o3","w").write("x"); os.replace("o3", "F")'`},
+	)
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		routes = slices.DeleteFunc(routes, func(r struct{ name, script string }) bool { return strings.HasPrefix(r.name, "python") })
+		routes = slices.DeleteFunc(routes, func(r sandboxtest.CreateRoute) bool { return strings.HasPrefix(r.Name, "python") })
 		t.Log("no /usr/bin/python3: its routes are left out")
 	}
 	sb, dir := supervisedSession(t)
 	for _, r := range routes {
-		t.Run(r.name, func(t *testing.T) {
-			var script strings.Builder
-			for _, e := range policy.DefaultProtected {
-				script.WriteString(strings.ReplaceAll(r.script, "F", e) + " 2>/dev/null\n")
-			}
-			script.WriteString("echo done")
-			out, _ := execShell(t, sb, script.String())
+		t.Run(r.Name, func(t *testing.T) {
+			out, _ := execShell(t, sb, sandboxtest.ProtectedScript(r))
 			if !strings.Contains(out, "done") {
 				t.Fatalf("the script did not run: %s", out)
 			}
 			if p := planted(dir); len(p) > 0 {
-				t.Errorf("%s made %v", r.name, p)
+				t.Errorf("%s made %v", r.Name, p)
 				for _, e := range policy.DefaultProtected {
 					_ = os.RemoveAll(filepath.Join(dir, e))
 				}

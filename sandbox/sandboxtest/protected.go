@@ -195,3 +195,41 @@ func RunProtectedAll(t *testing.T, newSB ProtectedFactory, missingGap string) {
 	t.Run("commands_existing", func(t *testing.T) { RunProtectedCommands(t, newSB, true, missingGap) })
 	t.Run("commands_missing", func(t *testing.T) { RunProtectedCommands(t, newSB, false, missingGap) })
 }
+
+// CreateRoute is one way a shell command may try to make a path: Script
+// with F standing for the path.
+type CreateRoute struct{ Name, Script string }
+
+// CreateRoutes are the routes to a new name that busybox's sh has too:
+// redirection, tee, cp, mv, ln -s, a hard link, mkdir (nested too),
+// touch, install, mkfifo, a dangling link, .., an absolute path and
+// /proc/self/cwd. A file "other" must exist in the start directory.
+var CreateRoutes = []CreateRoute{
+	{">", "echo planted > F"},
+	{">>", "echo planted >> F"},
+	{"tee", "echo planted | tee F"},
+	{"cp", "cp other F"},
+	{"mv", "cp other o2 && mv -f o2 F"},
+	{"ln -s", "ln -s other F"},
+	{"ln", "ln other F"},
+	{"mkdir", "mkdir F"},
+	{"mkdir -p", "mkdir -p F/a/b"},
+	{"touch", "touch F"},
+	{"install", "install -m 755 other F"},
+	{"mkfifo", "mkfifo F"},
+	{"dangling link", "ln -sf F dangling && echo planted > dangling"},
+	{"dotdot", "mkdir -p sub && echo planted > sub/../F"},
+	{"absolute", `echo planted > "$PWD/F"`},
+	{"proc cwd", "echo planted > /proc/self/cwd/F"},
+}
+
+// ProtectedScript is r tried on every default protected path, each
+// failure silenced, then "echo done" (which shows the script ran).
+func ProtectedScript(r CreateRoute) string {
+	var script strings.Builder
+	for _, e := range policy.DefaultProtected {
+		script.WriteString(strings.ReplaceAll(r.Script, "F", e) + " 2>/dev/null\n")
+	}
+	script.WriteString("echo done")
+	return script.String()
+}
