@@ -51,9 +51,7 @@ func TestClaudeSettingsMergeByScopeWithEveryEntryMappedOrReported(t *testing.T) 
 		project + ":21: deny read /secrets/**",
 		user + ":3: allow read *",
 	}
-	if got := ruleLines(res); !slices.Equal(got, wantRules) {
-		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantRules, "\n"))
-	}
+	checkRules(t, res, wantRules)
 	checkNotes(t, "reported", noteLines(res.Reported), []string{
 		managed + `:3: deny Bash(echo (x): hutch cannot write it as a rule: shell pattern "echo (x"`,
 		managed + ":4: permissions.disableBypassPermissionsMode: no hutch equivalent",

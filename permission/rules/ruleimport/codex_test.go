@@ -12,13 +12,17 @@ import (
 	"github.com/hutchsandbox/hutch/policy"
 )
 
-// ruleLines is each rule as "origin: rule".
-func ruleLines(res *Result) []string {
-	var out []string
+// checkRules fails unless res's rules, each as "origin: rule", are want,
+// in order.
+func checkRules(t *testing.T, res *Result, want []string) {
+	t.Helper()
+	var got []string
 	for _, r := range res.Rules {
-		out = append(out, r.Origin.String()+": "+r.String())
+		got = append(got, r.Origin.String()+": "+r.String())
 	}
-	return out
+	if !slices.Equal(got, want) {
+		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // noteLines is each note as its String.
@@ -95,9 +99,7 @@ func TestCodexRulesAndConfigMapWithEveryDifferenceReported(t *testing.T) {
 		rf + ":42: allow fetch api.example.com",
 		rf + ":43: deny fetch tracker.example.com",
 	}
-	if got := ruleLines(res); !slices.Equal(got, wantRules) {
-		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantRules, "\n"))
-	}
+	checkRules(t, res, wantRules)
 	if res.Rules[0].Reason != "Viewing PRs is allowed with approval" {
 		t.Errorf("justification not kept as the reason: %q", res.Rules[0].Reason)
 	}

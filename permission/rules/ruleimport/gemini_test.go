@@ -37,9 +37,7 @@ func TestGeminiPolicyMapsWithPriorityConflictsReported(t *testing.T) {
 		f + ":58: allow search",
 		f + ":81: allow shell npm install *",
 	}
-	if got := ruleLines(res); !slices.Equal(got, wantRules) {
-		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantRules, "\n"))
-	}
+	checkRules(t, res, wantRules)
 	if i := slices.IndexFunc(res.Rules, func(r rules.Rule) bool { return r.Pattern == "rm -rf *" }); res.Rules[i].Reason != "Deletion is permanent" {
 		t.Errorf("denyMessage not kept: %+v", res.Rules[i])
 	}
