@@ -884,6 +884,13 @@ func rootOnlyProc(t *testing.T, hostNet bool) []string {
 	return rootOnly
 }
 
+// procNetworks are the two networks whose /proc differs: the sandbox's
+// own (its /proc/sys/net is its own) and the host's.
+var procNetworks = []struct {
+	name    string
+	network policy.Network
+}{{"own network", policy.NetworkNone}, {"host network", policy.NetworkAll}}
+
 // readProcScript says READABLE for each of its arguments it can read, then
 // checked: head's exit status says whether it could read; a masked file
 // cannot even be opened.
@@ -900,10 +907,7 @@ func TestRootOnlyProcHidden(t *testing.T) {
 		if os.Getuid() != 0 {
 			t.Log("not root: the sandbox's root is this user, who cannot read root-only files anyway; the test still runs")
 		}
-		for _, c := range []struct {
-			name    string
-			network policy.Network
-		}{{"own network", policy.NetworkNone}, {"host network", policy.NetworkAll}} {
+		for _, c := range procNetworks {
 			t.Run(c.name, func(t *testing.T) {
 				rootOnly := rootOnlyProc(t, c.network == policy.NetworkAll)
 				pol := e.pol
@@ -952,10 +956,7 @@ func TestRootOnlyProcUnreadableForAnotherUser(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name    string
-		network policy.Network
-	}{{"own network", policy.NetworkNone}, {"host network", policy.NetworkAll}} {
+	for _, c := range procNetworks {
 		t.Run(c.name, func(t *testing.T) {
 			rootOnly := rootOnlyProc(t, c.network == policy.NetworkAll)
 			argv := testenv.ProgramArgv(append([]string{string(c.network)}, rootOnly...)...)
