@@ -118,9 +118,10 @@ func Unpack(ctx context.Context, r io.Reader, dir string, t Target) (int, error)
 			if err != nil {
 				return q.fail(fmt.Errorf("unpack: %s: %w", hdr.Name, err))
 			}
-			if q.crosses(dst) || q.crosses(path.Dir(dst)) {
-				// The same file twice, or a file below one queued: the
-				// stream's order decides, as it would one at a time.
+			if q.crosses(dst) {
+				// The same file twice, or a file below one queued (crosses
+				// walks dst's parents too): the stream's order decides, as
+				// it would one at a time.
 				if err := q.drain(); err != nil {
 					return q.written(), err
 				}
