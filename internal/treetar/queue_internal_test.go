@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // gatedTarget is a Target whose writes wait for release and are recorded
@@ -103,10 +104,12 @@ func TestQueueBoundsWhatItHolds(t *testing.T) {
 				<-put
 				n++
 			}
+			// The putter has its chance to go past the bound: a check
+			// that looked at once could pass before it tried.
 			select {
 			case i := <-put:
 				t.Fatalf("put %d files without a write done, want at most %d", i+1, c.files)
-			default:
+			case <-time.After(100 * time.Millisecond):
 			}
 			q.mu.Lock()
 			q.setErr(errors.New("stop"))
