@@ -88,12 +88,12 @@ var ErrNeedsSupervisor = sysprog.ErrNeedsSupervisor
 // This process forks itself with the sandbox's namespaces; the child
 // builds the root and confines itself exactly as a session's init and
 // exec helper do, then starts the command as the sandbox's PID 1 and
-// reaps everything. join, when set, gets the child's pid before the child
-// does anything; cmdGroup, when set, is the commands' group's
+// reaps everything. groups are control groups' files the child writes
+// itself into before it does anything else (see [sysprog.RunOnce]); cmdGroup, when set, is the commands' group's
 // cgroup.procs, which the command joins before it runs, or it does not
 // run. The policy's network must be none or all. A positive timeout, or
 // ctx, kills the whole sandbox (timedOut says it was the timeout); err is
 // for a sandbox that could not be built or run, or a cancelled ctx.
-func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, join func(pid int) error, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
-	return sysprog.RunOnce(ctx, job, stdin, stdout, stderr, join, cmdGroup, timeout)
+func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, groups []*os.File, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
+	return sysprog.RunOnce(ctx, job, stdin, stdout, stderr, groups, cmdGroup, timeout)
 }

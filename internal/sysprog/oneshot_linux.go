@@ -35,8 +35,9 @@ import (
 // PID 1 that starts the command and reaps everything, and reports how
 // the command ended on a pipe. Nothing of the Go runtime runs in the
 // child, so it costs one fork rather than one process start of this
-// binary. join, when set, is called with the child's pid before the child
-// does anything (to move it into control groups); cmdGroup, when set, is
+// binary. groups are files of control groups (a v1 tasks file, a
+// cgroup.procs) the child writes itself into first, before it makes or
+// allocates anything; the caller closes them. cmdGroup, when set, is
 // the cgroup.procs file of the commands' group (see CommandGroup): the
 // command's process writes itself into it before it runs anything, and
 // does not run when it cannot.
@@ -46,7 +47,7 @@ import (
 // sandbox; so does ctx. timedOut reports the former. err is for a sandbox
 // that could not be built or run (ErrUnsupported, with the reason) or a
 // cancelled ctx; what the command did is in the Status.
-func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, join func(pid int) error, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
+func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, groups []*os.File, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
 	if len(job.Argv) == 0 {
 		return st, false, fmt.Errorf("%w: no command", sandbox.ErrConfig)
 	}
@@ -84,22 +85,12 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	b.writeFile("/proc/self/uid_map", fmt.Appendf(nil, "0 %d 1\n", job.HostUID), 0)
 	b.writeFile("/proc/self/setgroups", []byte("deny"), 0)
 	b.writeFile("/proc/self/gid_map", fmt.Appendf(nil, "0 %d 1\n", job.HostGID), 0)
-	// With control groups to join, wait until the host has moved this
-	// process into them (a host that failed closes the pipe: EOF).
-	var syncR, syncW *os.File
-	if join != nil {
-		if syncR, syncW, err = os.Pipe(); err != nil {
-			return st, false, err
-		}
-		defer syncR.Close()
-		defer syncW.Close()
-		sSync, sSyncW := fd(syncR), fd(syncW)
-		b.close(sSyncW)
-		got := b.slot()
-		o := b.call("waiting for the host", unix.SYS_READ, 0, ptr(b, new([1]byte)), 1)
-		o.in[0], o.out = sSync, got
-		b.expect("waiting for the host", got, 1)
-		b.close(sSync)
+	// Into the control groups first, before this process makes or
+	// allocates anything: it writes itself ("0") into each group's file.
+	for _, g := range groups {
+		s := fd(g)
+		b.call("joining the sandbox's control groups", unix.SYS_WRITE, 0, b.str("0"), 1).in[0] = s
+		b.close(s)
 	}
 	// A cgroup namespace rooted where this process now is, in the
 	// sandbox's own groups: /proc shows them as "/", never a host path.
@@ -178,22 +169,6 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 			}
 		}
 	}
-	abandon := func(err error) (wire.Status, bool, error) {
-		kill()
-		_, _ = reap()
-		return wire.Status{}, false, err
-	}
-	if join != nil {
-		syncR.Close()
-		if err := join(child); err != nil {
-			return abandon(err)
-		}
-		if _, err := syncW.Write([]byte{1}); err != nil {
-			return abandon(fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err))
-		}
-		syncW.Close()
-	}
-
 	defer context.AfterFunc(ctx, kill)()
 	var timer *time.Timer
 	if timeout > 0 {

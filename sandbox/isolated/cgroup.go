@@ -188,31 +188,49 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
-// addFirst moves a one-shot's PID 1 (before it starts anything) into the
-// commands' part of the groups, and lets the commands' group hold one
-// process more, PID 1 itself: its command then starts there without
-// moving. A move between groups waits for an RCU grace period of the
-// kernel (8-16 ms on a 2-CPU VM, unless the host favours dynamic cgroup
-// changes), and a one-shot pays one move, not two. PID 1 forks once,
-// for its command, before the command can fill the group, and needs no
-// process after that: it only waits, kills and reports.
-func (cg *cgroup) addFirst(pid int) error {
-	if !cg.pids {
-		return cg.add(pid)
+// selfJoin readies the groups for a one-shot's PID 1, which joins them
+// itself before it does anything else, and returns the files it writes
+// itself ("0") into; the caller closes them. PID 1 joins the commands'
+// part: the commands' group holds one process more for it, and its
+// command then starts there without moving. PID 1 forks once, for its
+// command, before the command can fill the group, and needs no process
+// after that: it only waits, kills and reports.
+//
+// On v1 the files are the groups' tasks files: PID 1 is then a single
+// thread, and a thread that moves itself takes no lock that waits for an
+// RCU grace period of the kernel, as a move by pid does (8-16 ms on a
+// 2-CPU VM, unless the host favours dynamic cgroup changes). On v2, where
+// a thread moves only within its domain, it is cgroup.procs, which waits.
+func (cg *cgroup) selfJoin() ([]*os.File, error) {
+	file := "tasks"
+	if cg.v2 {
+		file = "cgroup.procs"
 	}
-	cmd := filepath.Join(cg.dirs["pids"], cmdGroup)
-	if err := os.WriteFile(filepath.Join(cmd, "pids.max"), []byte(strconv.Itoa(min(cg.procs+1, 1<<22))), 0o644); err != nil {
-		return fmt.Errorf("making room for PID 1 in %s: %w", cmd, err)
-	}
+	dirs := map[string]bool{}
 	for ctrl, dir := range cg.dirs {
-		if ctrl == "pids" || cg.v2 {
-			dir = cmd // v2: memory and pids share the directory
+		if cg.pids && (ctrl == "pids" || cg.v2) {
+			dir = filepath.Join(cg.dirs["pids"], cmdGroup) // v2: memory and pids share it
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-			return fmt.Errorf("joining cgroup %s: %w", dir, err)
+		dirs[dir] = true
+	}
+	if cg.pids {
+		cmd := filepath.Join(cg.dirs["pids"], cmdGroup)
+		if err := os.WriteFile(filepath.Join(cmd, "pids.max"), []byte(strconv.Itoa(min(cg.procs+1, 1<<22))), 0o644); err != nil {
+			return nil, fmt.Errorf("making room for PID 1 in %s: %w", cmd, err)
 		}
 	}
-	return nil
+	var files []*os.File
+	for dir := range dirs {
+		f, err := os.OpenFile(filepath.Join(dir, file), os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("opening cgroup %s: %w", dir, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // commandFiles opens what the sandbox's helpers need to start commands in

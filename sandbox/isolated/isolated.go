@@ -97,16 +97,23 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 		return sandbox.Result{}, err
 	}
 	defer cg.remove()
-	// PID 1 joins the commands' group itself (cgroup.addFirst): the
+	// PID 1 joins the commands' group itself (cgroup.selfJoin): the
 	// command starts there, with no group of its own to join.
-	var join func(int) error
+	var groups []*os.File
 	if cg != nil {
-		join = cg.addFirst
+		if groups, err = cg.selfJoin(); err != nil {
+			return sandbox.Result{}, err
+		}
+		defer func() {
+			for _, f := range groups {
+				f.Close()
+			}
+		}()
 	}
 	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
-		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], join, nil, timeout)
+		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], groups, nil, timeout)
 		if errors.Is(err, sandbox.ErrUnsupported) {
 			if serr := Supported(); serr != nil {
 				err = serr
