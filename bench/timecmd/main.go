@@ -3,7 +3,11 @@
 // times every contender with it, the bare fork+exec baseline of /bin/true
 // included, so all of them pay the same os/exec cost around the measurement.
 //
-// Usage: go run ./bench/timecmd [-n N] [-warmup W] -- CMD [ARG...]
+// With -gap, each run (warm-up runs too) comes after that pause, which
+// is not timed: one run at a time, as an agent calls a tool, rather than
+// back to back.
+//
+// Usage: go run ./bench/timecmd [-n N] [-warmup W] [-gap D] -- CMD [ARG...]
 //
 // Output (one line): "median MED mean AVG min MIN max MAX ms over N runs".
 // Stdin and stdout are /dev/null; stderr is kept and shown when a run fails.
@@ -24,23 +28,26 @@ import (
 func main() {
 	n := flag.Int("n", 200, "timed runs")
 	warmup := flag.Int("warmup", 3, "untimed runs first")
+	gap := flag.Duration("gap", 0, "untimed pause before each run")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: timecmd [-n N] [-warmup W] -- CMD [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: timecmd [-n N] [-warmup W] [-gap D] -- CMD [ARG...]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() == 0 || *n < 1 || *warmup < 0 {
+	if flag.NArg() == 0 || *n < 1 || *warmup < 0 || *gap < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
 	argv := flag.Args()
 	for i := 0; i < *warmup; i++ {
+		time.Sleep(*gap)
 		if _, err := once(argv); err != nil {
 			fail("warm-up run %d: %v", i+1, err)
 		}
 	}
 	runs := make([]time.Duration, *n)
 	for i := range runs {
+		time.Sleep(*gap)
 		d, err := once(argv)
 		if err != nil {
 			fail("run %d: %v", i+1, err)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -41,9 +42,21 @@ func BenchmarkWarmExec(b *testing.B) {
 	}
 }
 
-// BenchmarkOneShot builds a sandbox, runs /bin/true and tears it down.
-func BenchmarkOneShot(b *testing.B) {
+// BenchmarkOneShot builds a sandbox, runs /bin/true and tears it down,
+// runs back to back.
+func BenchmarkOneShot(b *testing.B) { benchOneShot(b, 0) }
+
+// BenchmarkOneShotSpaced is BenchmarkOneShot one run at a time, as an
+// agent calls a tool: each run after a pause of spacedGap (not timed),
+// long enough for the kernel to go idle between runs. As root, what a
+// cgroup change costs then differs from runs back to back, where one
+// run's grace period of the kernel's RCU may still be running for the
+// next.
+func BenchmarkOneShotSpaced(b *testing.B) { benchOneShot(b, spacedGap) }
+
+func benchOneShot(b *testing.B, gap time.Duration) {
 	for b.Loop() {
+		pause(b, gap)
 		r, err := isolated.Run(bg, policy.Default(), sandbox.Command{Args: []string{"/bin/true"}})
 		if err != nil || r.ExitCode != 0 {
 			b.Fatal(err, r.ExitCode)
@@ -51,16 +64,34 @@ func BenchmarkOneShot(b *testing.B) {
 	}
 }
 
+// spacedGap is the pause before each run of the Spaced benchmarks.
+const spacedGap = 100 * time.Millisecond
+
+// pause waits gap (none for 0) with b's timer stopped.
+func pause(b *testing.B, gap time.Duration) {
+	if gap > 0 {
+		b.StopTimer()
+		time.Sleep(gap)
+		b.StartTimer()
+	}
+}
+
 // BenchmarkBwrapOneShot is BenchmarkOneShot's peer: the same Go program
 // starting bubblewrap with an mxc-like read-only root (bench/bwrap-mxc.sh)
 // to run /bin/true. bench/isolated.sh passes that command line, one
 // argument a line, in HUTCH_BENCH_BWRAP.
-func BenchmarkBwrapOneShot(b *testing.B) {
+func BenchmarkBwrapOneShot(b *testing.B) { benchBwrap(b, 0) }
+
+// BenchmarkBwrapOneShotSpaced is BenchmarkOneShotSpaced's peer.
+func BenchmarkBwrapOneShotSpaced(b *testing.B) { benchBwrap(b, spacedGap) }
+
+func benchBwrap(b *testing.B, gap time.Duration) {
 	argv := strings.Split(strings.TrimSpace(os.Getenv("HUTCH_BENCH_BWRAP")), "\n")
 	if argv[0] == "" {
 		b.Skip("HUTCH_BENCH_BWRAP is not set: bench/isolated.sh sets it to bubblewrap's command line")
 	}
 	for b.Loop() {
+		pause(b, gap)
 		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
 			b.Fatal(err)
 		}
