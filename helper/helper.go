@@ -26,7 +26,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"time"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/containerhelper"
@@ -82,18 +81,24 @@ func NeedsSupervision(p policy.Policy) bool { return sysprog.NeedsSupervision(p)
 // a policy whose commands need a session's supervisor.
 var ErrNeedsSupervisor = sysprog.ErrNeedsSupervisor
 
+// OneShot is what RunOnce takes besides its job and streams (see
+// [sysprog.OneShot]).
+type OneShot = sysprog.OneShot
+
+// WalkProcAhead starts the walk of /proc a one-shot's root needs, to give
+// RunOnce in OneShot.Proc (see [sysprog.WalkProcAhead]).
+func WalkProcAhead(pol policy.Policy) *sysprog.ProcWalk { return sysprog.WalkProcAhead(pol) }
+
 // RunOnce runs job's command once in a fresh sandbox built from its
 // policy, and tears the sandbox down: the isolated tier's one-shot run,
 // with no helper process to start (see [sysprog.RunOnce], which it is).
 // This process forks itself with the sandbox's namespaces; the child
 // builds the root and confines itself exactly as a session's init and
 // exec helper do, then starts the command as the sandbox's PID 1 and
-// reaps everything. groups are control groups' files the child writes
-// itself into before it does anything else (see [sysprog.RunOnce]); cmdGroup, when set, is the commands' group's
-// cgroup.procs, which the command joins before it runs, or it does not
-// run. The policy's network must be none or all. A positive timeout, or
-// ctx, kills the whole sandbox (timedOut says it was the timeout); err is
-// for a sandbox that could not be built or run, or a cancelled ctx.
-func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, groups []*os.File, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
-	return sysprog.RunOnce(ctx, job, stdin, stdout, stderr, groups, cmdGroup, timeout)
+// reaps everything. The policy's network must be none or all. A positive
+// opt.Timeout, or ctx, kills the whole sandbox (timedOut says it was the
+// timeout); err is for a sandbox that could not be built or run, or a
+// cancelled ctx.
+func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, opt OneShot) (st wire.Status, timedOut bool, err error) {
+	return sysprog.RunOnce(ctx, job, stdin, stdout, stderr, opt)
 }

@@ -25,6 +25,24 @@ import (
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
+// OneShot is what RunOnce takes besides its job and streams; the zero
+// value is a run with none of it.
+type OneShot struct {
+	// Groups are files of control groups (a v1 tasks file, a
+	// cgroup.procs) the sandbox's PID 1 writes itself into first, before
+	// it makes or allocates anything. The caller closes them.
+	Groups []*os.File
+	// CmdGroup, when set, is the cgroup.procs file of the commands' group
+	// (see CommandGroup): the command's process writes itself into it
+	// before it runs anything, and does not run when it cannot.
+	CmdGroup *os.File
+	// Timeout, when positive, kills the whole sandbox once it passes.
+	Timeout time.Duration
+	// Proc, when set, is the walk of /proc for this run's root, started
+	// ahead (WalkProcAhead).
+	Proc *ProcWalk
+}
+
 // RunOnce runs job's command once in a fresh sandbox built from its policy
 // and tears the sandbox down: the fast path of a one-shot run, with no
 // helper process to start and nothing to serve.
@@ -35,19 +53,16 @@ import (
 // PID 1 that starts the command and reaps everything, and reports how
 // the command ended on a pipe. Nothing of the Go runtime runs in the
 // child, so it costs one fork rather than one process start of this
-// binary. groups are files of control groups (a v1 tasks file, a
-// cgroup.procs) the child writes itself into first, before it makes or
-// allocates anything; the caller closes them. cmdGroup, when set, is
-// the cgroup.procs file of the commands' group (see CommandGroup): the
-// command's process writes itself into it before it runs anything, and
-// does not run when it cannot.
+// binary. opt says which control groups the child and the command join
+// (see OneShot).
 //
 // The policy's network must be none or all (an allow-list needs the
-// init's bridge: use a session). timeout, when positive, kills the whole
-// sandbox; so does ctx. timedOut reports the former. err is for a sandbox
+// init's bridge: use a session). opt.Timeout, when positive, kills the
+// whole sandbox; so does ctx. timedOut reports the former. err is for a sandbox
 // that could not be built or run (ErrUnsupported, with the reason) or a
 // cancelled ctx; what the command did is in the Status.
-func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, groups []*os.File, cmdGroup *os.File, timeout time.Duration) (st wire.Status, timedOut bool, err error) {
+func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, opt OneShot) (st wire.Status, timedOut bool, err error) {
+	groups, cmdGroup, timeout := opt.Groups, opt.CmdGroup, opt.Timeout
 	if len(job.Argv) == 0 {
 		return st, false, fmt.Errorf("%w: no command", sandbox.ErrConfig)
 	}
@@ -66,6 +81,7 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	defer statusW.Close()
 
 	b := newBuilder()
+	b.procAhead = opt.Proc
 	fd := func(f *os.File) uint8 { return b.preset(f.Fd()) }
 	sIn, sOut, sErr, sStatus := fd(stdin), fd(stdout), fd(stderr), fd(statusW)
 	// Die with this thread, and with this process should it already be

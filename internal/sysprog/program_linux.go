@@ -145,6 +145,9 @@ type builder struct {
 	err      error // a string the kernel would read short: build fails
 	// strictProtect: every protected path must be there (see protect).
 	strictProtect bool
+	// procAhead, when set, is the walk of /proc the root's build takes
+	// its hidden entries from (see ProcWalk.result).
+	procAhead *ProcWalk
 }
 
 func newBuilder() *builder {

@@ -149,10 +149,7 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 		b.pin(r, p.Write)
 	}
 	b.dev(devs, size)
-	var hostOnly []string
-	if readsRootOnly() {
-		hostOnly = hostOnlyProc(p.Network == policy.NetworkAll)
-	}
+	hostOnly := b.procAhead.result(p.Network == policy.NetworkAll)
 	b.proc(proc, hostOnly)
 	b.protect(p)
 	for _, d := range p.Deny {
@@ -447,6 +444,47 @@ func (b *builder) procEntry(path string, do func(what string, fd uint8)) {
 	do(path, fd)
 	b.close(fd)
 	b.skipTo(start, unix.ENOENT)
+}
+
+// ProcWalk is the walk of /proc (hostOnlyProc) that a sandbox's root
+// needs, started ahead of the root's build (WalkProcAhead), so that it
+// overlaps the caller's own work before RunOnce.
+type ProcWalk struct {
+	withHostNet bool
+	done        chan struct{}
+	out         []string
+}
+
+// WalkProcAhead starts, in a goroutine of its own, the walk of /proc for
+// the root of a sandbox with pol's network: hostOnlyProc's, which takes a
+// few milliseconds of the kernel's. Give it to RunOnce (OneShot.Proc),
+// once. It returns nil when the sandbox could not read the entries it
+// looks for anyway (readsRootOnly): then nothing is walked.
+func WalkProcAhead(pol policy.Policy) *ProcWalk {
+	if !readsRootOnly() {
+		return nil
+	}
+	w := &ProcWalk{withHostNet: pol.Network == policy.NetworkAll, done: make(chan struct{})}
+	go func() {
+		w.out = hostOnlyProc(w.withHostNet)
+		close(w.done)
+	}()
+	return w
+}
+
+// result is the entries a root with (withHostNet) or without the host's
+// network hides: w's, once its walk is done, when w walked for that
+// network; otherwise those of a walk now, or none when the sandbox could
+// not read them (readsRootOnly).
+func (w *ProcWalk) result(withHostNet bool) []string {
+	if w != nil && w.withHostNet == withHostNet {
+		<-w.done
+		return w.out
+	}
+	if !readsRootOnly() {
+		return nil
+	}
+	return hostOnlyProc(withHostNet)
 }
 
 // hostOnlyProc lists, from the running kernel's /proc, every entry outside

@@ -2231,7 +2231,7 @@ func TestRlimitMemoryFallback(t *testing.T) {
 		go func() { b, _ := io.ReadAll(outR); done <- b }()
 		ctx, cancel := context.WithTimeout(bg, 8*time.Second)
 		defer cancel()
-		st, _, err := helper.RunOnce(ctx, job, nil2(t), outW, outW, nil, nil, 8*time.Second)
+		st, _, err := helper.RunOnce(ctx, job, nil2(t), outW, outW, helper.OneShot{Timeout: 8 * time.Second})
 		outW.Close()
 		out := string(<-done)
 		if err != nil {

@@ -92,6 +92,8 @@ func needsSupervisor(pol policy.Policy) (bool, error) {
 // runOnce is Run without a session: this process forks the sandbox's PID
 // 1 itself (helper.RunOnce), which saves starting a helper process.
 func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
+	// The walk of /proc the root needs goes on while the groups are made.
+	proc := helper.WalkProcAhead(pol)
 	pol, job, cg, err := prepare(pol)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -113,7 +115,7 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
-		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], groups, nil, timeout)
+		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], helper.OneShot{Groups: groups, Timeout: timeout, Proc: proc})
 		if errors.Is(err, sandbox.ErrUnsupported) {
 			if serr := Supported(); serr != nil {
 				err = serr

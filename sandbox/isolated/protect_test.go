@@ -609,7 +609,7 @@ func TestRunKeepsMissingProtectedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := wire.Job{Policy: npol, Dir: e.work, Argv: []string{"/bin/true"}, HostUID: os.Getuid(), HostGID: os.Getgid()}
-	if _, _, err := helper.RunOnce(bg, job, nil2(t), nil2(t), nil2(t), nil, nil, 10*time.Second); !errors.Is(err, helper.ErrNeedsSupervisor) || !errors.Is(err, sandbox.ErrUnsupported) {
+	if _, _, err := helper.RunOnce(bg, job, nil2(t), nil2(t), nil2(t), helper.OneShot{Timeout: 10 * time.Second}); !errors.Is(err, helper.ErrNeedsSupervisor) || !errors.Is(err, sandbox.ErrUnsupported) {
 		t.Errorf("RunOnce with protected paths missing: %v, want ErrNeedsSupervisor", err)
 	}
 }
