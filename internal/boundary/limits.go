@@ -1,10 +1,11 @@
 package boundary
 
 import (
-	"bufio"
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // LimitCounts are a sandbox's control-group counters of limits hit: how
@@ -24,9 +25,56 @@ type CgroupFiles struct {
 }
 
 // Counts reads the counters. A file that cannot be read, or lacks its key,
-// counts 0.
+// counts 0. It opens the files each time: Open keeps them open for a
+// caller that reads them around every command.
 func (f CgroupFiles) Counts() LimitCounts {
-	return LimitCounts{OOMKills: counter(f.Memory, "oom_kill"), ForkRefusals: counter(f.Pids, "max")}
+	c := f.Open()
+	defer c.Close()
+	return c.Counts()
+}
+
+// Open opens the counter files for reading again and again (Counters); a
+// file that cannot be opened counts 0.
+func (f CgroupFiles) Open() *Counters {
+	open := func(path string) *os.File {
+		if path == "" {
+			return nil
+		}
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil
+		}
+		// Not os.Open: a cgroup file is not for the network poller,
+		// which would try it and give up, at two system calls.
+		return os.NewFile(uintptr(fd), path)
+	}
+	return &Counters{memory: open(f.Memory), pids: open(f.Pids)}
+}
+
+// Counters are CgroupFiles held open: each Counts is a pread of each
+// file. A nil *Counters counts 0. Safe for concurrent use.
+type Counters struct {
+	memory, pids *os.File
+}
+
+// Counts reads the counters (see CgroupFiles.Counts).
+func (c *Counters) Counts() LimitCounts {
+	if c == nil {
+		return LimitCounts{}
+	}
+	return LimitCounts{OOMKills: readCounter(c.memory, "oom_kill"), ForkRefusals: readCounter(c.pids, "max")}
+}
+
+// Close closes the files.
+func (c *Counters) Close() {
+	if c == nil {
+		return
+	}
+	for _, f := range []*os.File{c.memory, c.pids} {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // Since names the limit whose counter moved since before: "memory" (first:
@@ -65,19 +113,20 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// counter reads "key N" from a flat-keyed cgroup file.
-func counter(path, key string) int64 {
-	if path == "" {
+// readCounter reads "key N" from a flat-keyed cgroup file open at f (nil
+// counts 0), from its start: such a file is made anew at each read from
+// offset 0.
+func readCounter(f *os.File, key string) int64 {
+	if f == nil {
 		return 0
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	var buf [512]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
+	for line := range strings.SplitSeq(string(buf[:n]), "\n") {
+		k, v, ok := strings.Cut(line, " ")
 		if ok && k == key {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return n

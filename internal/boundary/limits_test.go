@@ -33,6 +33,11 @@ func TestLimitCounts(t *testing.T) {
 		if got := c.files.Counts(); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
+		open := c.files.Open()
+		if got := open.Counts(); got != c.want {
+			t.Errorf("%s, files held open: %+v, want %+v", c.name, got, c.want)
+		}
+		open.Close()
 	}
 	for _, c := range []struct {
 		before, now LimitCounts
@@ -68,4 +73,41 @@ func TestRlimitHit(t *testing.T) {
 			t.Errorf("RlimitHit(%d, %v, %v) = %q, want %q", c.code, c.cpu, c.fsize, got, c.want)
 		}
 	}
+}
+
+// Counters held open read their files from the start at every Counts: a
+// counter that moved between two commands is seen, not the first read's.
+func TestOpenCountersReadAnewEachTime(t *testing.T) {
+	dir := t.TempDir()
+	mem, pids := filepath.Join(dir, "memory.events"), filepath.Join(dir, "pids.events")
+	set := func(oom, max string) {
+		t.Helper()
+		for p, text := range map[string]string{mem: "oom 0\noom_kill " + oom + "\n", pids: "max " + max + "\n"} {
+			// In place, as the kernel's files change: the same file.
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(text); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	set("1", "2")
+	c := CgroupFiles{Memory: mem, Pids: pids}.Open()
+	defer c.Close()
+	before := c.Counts()
+	if before != (LimitCounts{1, 2}) {
+		t.Fatalf("first read: %+v", before)
+	}
+	set("1", "12")
+	if got := c.Counts(); got != (LimitCounts{1, 12}) || got.Since(before) != "pids" {
+		t.Errorf("after the pids counter moved: %+v (%q)", got, got.Since(before))
+	}
+	var none *Counters
+	if got := none.Counts(); got != (LimitCounts{}) {
+		t.Errorf("nil Counters: %+v", got)
+	}
+	none.Close()
 }

@@ -195,9 +195,10 @@ func containerInit(untilEOF bool, ready string) int {
 type streamServer struct {
 	*hostfs.FS
 	base map[string]string // PATH, HOME, LANG as the container gives them
-	// limits are the container's own cgroup counters, read around each
-	// command to tell which limit (memory, pids) it hit.
-	limits boundary.CgroupFiles
+	// limits are the container's own cgroup counters, open for the
+	// server's life and read around each command to tell which limit
+	// (memory, pids) it hit.
+	limits *boundary.Counters
 	// cmdLimits bind every command: each reaper is given them before it
 	// starts one, and hands them down. The server itself lives without.
 	cmdLimits boundary.CommandLimits
@@ -229,7 +230,7 @@ func serveStream(in io.Reader, out io.Writer, root string, lim boundary.CommandL
 		return 1
 	}
 	files.Protect(protect)
-	s := &streamServer{FS: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles(), cmdLimits: lim, umask: umask}
+	s := &streamServer{FS: files, base: tierkit.BaseEnv(), limits: boundary.OwnCgroupFiles().Open(), cmdLimits: lim, umask: umask}
 	defer s.shutdown()
 	go s.prewarm()
 	if err := streamserver.Serve(context.Background(), in, out, s, wire.Hello{PID: os.Getpid(), Root: files.Root()}); err != nil {

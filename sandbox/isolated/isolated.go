@@ -112,7 +112,9 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 			}
 		}()
 	}
-	return runCommand(ctx, cmd, pol, baseEnv(pol), cg.files(), func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
+	limits := cg.files().Open()
+	defer limits.Close()
+	return runCommand(ctx, cmd, pol, baseEnv(pol), limits, func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
 		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], helper.OneShot{Groups: groups, Timeout: timeout, Proc: proc})
@@ -239,6 +241,7 @@ type Sandbox struct {
 	netDone chan struct{}
 	init    *exec.Cmd
 	cg      *cgroup
+	limits  *boundary.Counters // cg's counters, open for the session
 	nextID  atomic.Uint64
 
 	mu      sync.Mutex
@@ -357,7 +360,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, proxy: proxy, pending: map[uint64]chan wire.Response{}, done: make(chan struct{})}
+	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, limits: cg.files().Open(), proxy: proxy, pending: map[uint64]chan wire.Response{}, done: make(chan struct{})}
 	if proxy != nil {
 		s.netDone = make(chan struct{})
 		go s.serveNetwork(netHost)
@@ -720,7 +723,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		rec = s.proxy.Record()
 		defer rec.Stop()
 	}
-	out, err := runCommand(ctx, cmd, s.pol, env, s.cg.files(), func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
+	out, err := runCommand(ctx, cmd, s.pol, env, s.limits, func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		// The init enforces the timeout. This bound is for an init that
 		// no longer answers at all: the session is closed rather than
 		// waited on.
@@ -758,7 +761,7 @@ type starter func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeou
 // feeds its stdin, captures (and tees) its output, and makes the Result,
 // with the limit that stopped it when one did. env is the policy's
 // environment, to which cmd.Env adds.
-func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env map[string]string, limits boundary.CgroupFiles, start starter) (sandbox.Result, error) {
+func runCommand(ctx context.Context, cmd sandbox.Command, pol policy.Policy, env map[string]string, limits *boundary.Counters, start starter) (sandbox.Result, error) {
 	if cmd.Timeout == 0 {
 		cmd.Timeout = pol.Timeout
 	}
@@ -838,6 +841,7 @@ func (s *Sandbox) Close() error {
 		<-s.netDone
 		_ = s.proxy.Close()
 	}
+	s.limits.Close()
 	s.cg.remove()
 	return nil
 }
