@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,6 +187,105 @@ func (cg *cgroup) add(pid int) error {
 		}
 	}
 	return nil
+}
+
+// startInside runs start, which forks the sandbox's init, so that the
+// init is born in hutch's part of the groups, and reports whether it was
+// (otherwise the caller moves it in: add). On v1 start runs on a thread
+// that visits the groups: it writes itself ("0") into their tasks files,
+// forks there, and goes back to the groups it came from. A thread that
+// moves itself takes no lock that waits for an RCU grace period of the
+// kernel, as a move by pid does (8-16 ms on a 2-CPU VM whenever the
+// kernel's RCU sync has gone idle). A thread that cannot go back is not
+// used again (the init, whose parent death signal is that thread's,
+// then dies with it) and err says so. On v2, where a thread moves only
+// within its domain, start just runs.
+func (cg *cgroup) startInside(start func() error) (inside bool, err error) {
+	if cg == nil || cg.v2 {
+		return false, start()
+	}
+	type visit struct {
+		inside bool
+		err    error
+	}
+	done := make(chan visit, 1)
+	go func() {
+		// Locked until it is back: a thread left in the groups ends
+		// with this goroutine.
+		runtime.LockOSThread()
+		into, back, err := cg.visitFiles()
+		defer closeAll(into)
+		defer closeAll(back)
+		if err != nil || !writeSelf(into) {
+			if !writeSelf(back) {
+				done <- visit{false, errors.New("a thread could not leave the sandbox's control groups")}
+				return
+			}
+			runtime.UnlockOSThread()
+			done <- visit{false, start()}
+			return
+		}
+		err = start()
+		if !writeSelf(back) {
+			done <- visit{true, errors.Join(err, errors.New("a thread that started the sandbox could not leave its control groups"))}
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- visit{true, err}
+	}()
+	v := <-done
+	return v.inside, v.err
+}
+
+// visitFiles opens the tasks files of the calling thread's way into the
+// groups (into, one a controller) and of its way back (back: the groups
+// it is in now, as /proc/thread-self/cgroup names them).
+func (cg *cgroup) visitFiles() (into, back []*os.File, err error) {
+	own, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, nil, err
+	}
+	for ctrl, dir := range cg.dirs {
+		home := ""
+		for _, line := range strings.Split(string(own), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) == 3 && strings.Contains(","+parts[1]+",", ","+ctrl+",") {
+				home = filepath.Join(cgroupRoot, ctrl, filepath.Clean("/"+parts[2]))
+			}
+		}
+		if home == "" {
+			return into, back, fmt.Errorf("no %s group in /proc/thread-self/cgroup", ctrl)
+		}
+		for _, d := range []struct {
+			dir   string
+			files *[]*os.File
+		}{{dir, &into}, {home, &back}} {
+			f, err := os.OpenFile(filepath.Join(d.dir, "tasks"), os.O_WRONLY, 0)
+			if err != nil {
+				return into, back, err
+			}
+			*d.files = append(*d.files, f)
+		}
+	}
+	return into, back, nil
+}
+
+// writeSelf moves the calling thread into each group whose tasks file is
+// open in files, and reports whether every move was made.
+func writeSelf(files []*os.File) bool {
+	ok := true
+	for _, f := range files {
+		if _, err := f.Write([]byte("0")); err != nil {
+			ok = false
+		}
+	}
+	return ok
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // selfJoin readies the groups for a one-shot's PID 1, which joins them

@@ -7,8 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/policy"
 )
 
 // sweepGroups removes exactly the groups of groupName's form whose
@@ -88,5 +93,67 @@ func TestRemoveDirWaitsOnlyWhileBusy(t *testing.T) {
 	removeDir(dir, 20*time.Millisecond)
 	if _, err := os.Stat(busy); err != nil {
 		t.Fatalf("a directory that stays busy was emptied: %v", err)
+	}
+}
+
+// A session's init is born in the sandbox's groups (on v1 the thread
+// that forks it visits them, with no move by pid to wait for), and the
+// thread goes back: no thread of this process stays in them.
+func TestStartInsideBearsTheInitInItsGroups(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Missing(t, "making control groups needs root")
+	}
+	cg, err := newCgroup(policy.Limits{Processes: 64, Memory: 256 << 20})
+	if cg == nil {
+		testenv.Missing(t, "no memory or pids cgroup controller here: %v", err)
+	}
+	defer cg.remove()
+	var child *exec.Cmd
+	inside, err := cg.startInside(func() error {
+		child = exec.Command("sleep", "30")
+		return child.Start()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	if !cg.v2 && !inside {
+		t.Error("on cgroup v1 the child was not born inside the groups")
+	}
+	if !inside {
+		if err := cg.add(child.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := func(pid, tid int) string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/cgroup", pid, tid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	in := groups(child.Process.Pid, child.Process.Pid)
+	for ctrl, dir := range cg.dirs {
+		rel := strings.TrimPrefix(dir, filepath.Join(cgroupRoot, ctrl))
+		if cg.v2 {
+			rel = strings.TrimPrefix(filepath.Join(dir, hutchGroup), cgroupRoot)
+		}
+		if !strings.Contains(in, ":"+rel+"\n") {
+			t.Errorf("the child is not in %s: %s", rel, in)
+		}
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string // every controller's group has the same name
+	for _, dir := range cg.dirs {
+		name = filepath.Base(dir)
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		if g := groups(os.Getpid(), tid); strings.Contains(g, name) {
+			t.Errorf("thread %d of this process stayed in the sandbox's groups: %s", tid, g)
+		}
 	}
 }

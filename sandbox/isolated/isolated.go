@@ -335,7 +335,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 		cg.remove()
 		return nil, err
 	}
-	startErr := c.Start()
+	inside, startErr := cg.startInside(c.Start)
 	// Only the init may hold its end: once it is gone, the host must see
 	// EOF (a failed setup would otherwise leave New waiting forever).
 	sandboxEnd.Close()
@@ -349,7 +349,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 		}
 		return fail(fmt.Errorf("%w: starting the sandbox: %v", sandbox.ErrUnsupported, err))
 	}
-	if cg != nil {
+	if cg != nil && !inside {
 		// The init waits for its start request before doing anything, so
 		// every process of the sandbox is born inside the groups.
 		if err := cg.add(c.Process.Pid); err != nil {
