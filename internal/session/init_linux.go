@@ -38,7 +38,7 @@ func InitMain() int {
 	// the supervisor, every protected path must then be there to be
 	// mounted read-only (SetUpRoot fails otherwise).
 	supervised := sysprog.NeedsSupervision(job.Policy)
-	if err := sysprog.SetUpRoot(job.Policy, job.Quotas, supervised); err != nil {
+	if err := sysprog.SetUpRoot(job.Policy, job.Quotas, job.HiddenProc, supervised); err != nil {
 		return fail(unsupported(err))
 	}
 	if supervised {

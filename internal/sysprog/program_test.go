@@ -155,7 +155,7 @@ func TestProgramBuildLimits(t *testing.T) {
 	if _, err := b.build(); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("a NUL in a path: %v", err)
 	}
-	if _, err := rootProgram(policy.Policy{Read: []string{"/usr\x00/x"}}, wire.Quotas{}, false); err == nil {
+	if _, err := rootProgram(policy.Policy{Read: []string{"/usr\x00/x"}}, wire.Quotas{}, nil, false); err == nil {
 		t.Fatal("a policy path with a NUL built a root")
 	}
 }
@@ -171,7 +171,7 @@ func TestRootProgramHostPaths(t *testing.T) {
 	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rootProgram(policy.Policy{Read: []string{filepath.Join(dir, "link", "x")}}, wire.Quotas{}, false); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := rootProgram(policy.Policy{Read: []string{filepath.Join(dir, "link", "x")}}, wire.Quotas{}, nil, false); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("a path through a link: %v", err)
 	}
 	binds, _, err := hostBinds(policy.Policy{Read: []string{filepath.Join(dir, "missing"), filepath.Join(dir, "link"), real}})

@@ -29,13 +29,14 @@ type bind struct {
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // SetUpRoot builds the sandbox's root for policy p and quotas q (see
-// rootProgram) and runs that program in this process: a session's init
-// calls it before it serves. Unless supervised (the session's commands
+// rootProgram), hiding the /proc entries hidden (besides the fixed ones:
+// the host's list, see WalkProcAhead), and runs that program in this
+// process: a session's init calls it before it serves. Unless supervised (the session's commands
 // are: see NeedsSupervision), every protected path must be there to be
 // kept read-only: one that went missing since NeedsSupervision looked
 // fails the build rather than be left unkept.
-func SetUpRoot(p policy.Policy, q wire.Quotas, supervised bool) error {
-	prog, err := rootProgram(p, q, !supervised)
+func SetUpRoot(p policy.Policy, q wire.Quotas, hidden []string, supervised bool) error {
+	prog, err := rootProgram(p, q, walked(p, hidden), !supervised)
 	if err != nil {
 		return err
 	}
@@ -58,9 +59,10 @@ func SetUpRoot(p policy.Policy, q wire.Quotas, supervised bool) error {
 // Decisions that depend on the host (which paths exist, which are links)
 // are taken here, in ordinary Go; the program checks at run time that
 // each path it opens is still of the type seen here, and fails otherwise.
-func rootProgram(p policy.Policy, q wire.Quotas, strictProtect bool) (*program, error) {
+func rootProgram(p policy.Policy, q wire.Quotas, proc *ProcWalk, strictProtect bool) (*program, error) {
 	b := newBuilder()
 	b.strictProtect = strictProtect
+	b.procAhead = proc
 	if err := b.root(p, q); err != nil {
 		return nil, err
 	}
@@ -470,6 +472,22 @@ func WalkProcAhead(pol policy.Policy) *ProcWalk {
 		close(w.done)
 	}()
 	return w
+}
+
+// Result is what the walk found for a sandbox with pol's network, once
+// it is done (see result): the list a session's init is given
+// (wire.Job.HiddenProc).
+func (w *ProcWalk) Result(pol policy.Policy) []string {
+	return w.result(pol.Network == policy.NetworkAll)
+}
+
+// walked is a walk already done elsewhere, whose result is hidden: the
+// host's, for a session's init, which cannot tell from inside (it is
+// root in its own user namespace, whatever the host's user).
+func walked(p policy.Policy, hidden []string) *ProcWalk {
+	done := make(chan struct{})
+	close(done)
+	return &ProcWalk{withHostNet: p.Network == policy.NetworkAll, done: done, out: hidden}
 }
 
 // result is the entries a root with (withHostNet) or without the host's

@@ -56,6 +56,12 @@ type Job struct {
 	// Quotas are the sandbox's shares of the kernel's per-user counts
 	// (see SandboxQuotas); the zero value sets none.
 	Quotas Quotas `json:"quotas,omitzero"`
+	// HiddenProc are the /proc entries a session's init hides in the
+	// sandbox's /proc besides its fixed list: those the host's
+	// unprivileged users cannot read, walked on the host (sysprog's
+	// WalkProcAhead), where alone it can be told whether the sandbox's
+	// root could read them. None when it could not.
+	HiddenProc []string `json:"hidden_proc,omitempty"`
 	// Quoted, on the wire only, says Argv, Env and Dir are in Go's quoted
 	// form (see quoteWords).
 	Quoted bool `json:"quoted,omitempty"`

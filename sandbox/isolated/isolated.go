@@ -275,6 +275,9 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if !helper.Ready() {
 		return nil, fmt.Errorf("%w: the isolated tier re-executes this program as its sandbox helper: call helper.Main() at the start of main (and of TestMain)", sandbox.ErrConfig)
 	}
+	// The walk of /proc the init's root needs goes on while the init
+	// starts; the init is given its result.
+	proc := helper.WalkProcAhead(pol)
 	pol, job, cg, err := prepare(pol)
 	if err != nil {
 		return nil, err
@@ -367,6 +370,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	go s.readLoop() // ends the session at EOF, after every queued answer
 	go func() { _ = c.Wait() }()
+	job.HiddenProc = proc.Result(job.Policy)
 	res, err := s.call(ctx, wire.Request{Op: "start", Job: &job})
 	if err == nil {
 		err = res.Err.Error()
