@@ -6,8 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"debug/elf"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -178,33 +176,6 @@ func initArch(p string) string {
 		return arch
 	}
 	return ""
-}
-
-var elfArches = map[elf.Machine]string{
-	elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386", elf.EM_ARM: "arm",
-	elf.EM_RISCV: "riscv64", elf.EM_S390: "s390x", elf.EM_PPC64: "ppc64",
-}
-
-// elfArch reads a Linux binary's architecture as GOARCH names it, and
-// whether it is static (no program interpreter, so it runs in any image);
-// "" when it cannot tell.
-func elfArch(p string) (arch string, static bool) {
-	f, err := elf.Open(p)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	static = true
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			static = false
-		}
-	}
-	arch = elfArches[f.Machine]
-	if f.Machine == elf.EM_PPC64 && f.ByteOrder == binary.LittleEndian {
-		arch = "ppc64le"
-	}
-	return arch, static
 }
 
 // HelperNote says, before anything starts, when operations will not take
