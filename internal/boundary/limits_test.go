@@ -77,6 +77,9 @@ func TestRlimitHit(t *testing.T) {
 
 // Counters held open read their files from the start at every Counts: a
 // counter that moved between two commands is seen, not the first read's.
+// Plain files stand in for the kernel's here; that a held cgroup file is
+// made anew at each read from offset 0, the isolated tier's TestLimits
+// shows (a session's limit hits are read through held counters).
 func TestOpenCountersReadAnewEachTime(t *testing.T) {
 	dir := t.TempDir()
 	mem, pids := filepath.Join(dir, "memory.events"), filepath.Join(dir, "pids.events")

@@ -29,8 +29,9 @@ import (
 // value is a run with none of it.
 type OneShot struct {
 	// Groups are files of control groups (a v1 tasks file, a
-	// cgroup.procs) the sandbox's PID 1 writes itself into first, before
-	// it makes or allocates anything. The caller closes them.
+	// cgroup.procs) the sandbox's PID 1 writes itself into once its
+	// namespaces and id maps are set, before it builds the root or starts
+	// anything. The caller closes them.
 	Groups []*os.File
 	// CmdGroup, when set, is the cgroup.procs file of the commands' group
 	// (see CommandGroup): the command's process writes itself into it
@@ -101,8 +102,8 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	b.writeFile("/proc/self/uid_map", fmt.Appendf(nil, "0 %d 1\n", job.HostUID), 0)
 	b.writeFile("/proc/self/setgroups", []byte("deny"), 0)
 	b.writeFile("/proc/self/gid_map", fmt.Appendf(nil, "0 %d 1\n", job.HostGID), 0)
-	// Into the control groups first, before this process makes or
-	// allocates anything: it writes itself ("0") into each group's file.
+	// Into the control groups before the root is built or anything
+	// started: this process writes itself ("0") into each group's file.
 	for _, g := range groups {
 		s := fd(g)
 		b.call("joining the sandbox's control groups", unix.SYS_WRITE, 0, b.str("0"), 1).in[0] = s

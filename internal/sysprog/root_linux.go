@@ -151,7 +151,10 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 		b.pin(r, p.Write)
 	}
 	b.dev(devs, size)
-	hostOnly := b.procAhead.result(p.Network == policy.NetworkAll)
+	hostOnly, err := b.procAhead.result(p.Network == policy.NetworkAll)
+	if err != nil {
+		return err
+	}
 	b.proc(proc, hostOnly)
 	b.protect(p)
 	for _, d := range p.Deny {
@@ -455,6 +458,7 @@ type ProcWalk struct {
 	withHostNet bool
 	done        chan struct{}
 	out         []string
+	err         error
 }
 
 // WalkProcAhead starts, in a goroutine of its own, the walk of /proc for
@@ -468,7 +472,7 @@ func WalkProcAhead(pol policy.Policy) *ProcWalk {
 	}
 	w := &ProcWalk{withHostNet: pol.Network == policy.NetworkAll, done: make(chan struct{})}
 	go func() {
-		w.out = hostOnlyProc(w.withHostNet)
+		w.out, w.err = hostOnlyProc(w.withHostNet)
 		close(w.done)
 	}()
 	return w
@@ -477,7 +481,7 @@ func WalkProcAhead(pol policy.Policy) *ProcWalk {
 // Result is what the walk found for a sandbox with pol's network, once
 // it is done (see result): the list a session's init is given
 // (wire.Job.HiddenProc).
-func (w *ProcWalk) Result(pol policy.Policy) []string {
+func (w *ProcWalk) Result(pol policy.Policy) ([]string, error) {
 	return w.result(pol.Network == policy.NetworkAll)
 }
 
@@ -493,14 +497,15 @@ func walked(p policy.Policy, hidden []string) *ProcWalk {
 // result is the entries a root with (withHostNet) or without the host's
 // network hides: w's, once its walk is done, when w walked for that
 // network; otherwise those of a walk now, or none when the sandbox could
-// not read them (readsRootOnly).
-func (w *ProcWalk) result(withHostNet bool) []string {
+// not read them (readsRootOnly). A walk that failed is an error: a
+// list it left short would leave root-only entries readable.
+func (w *ProcWalk) result(withHostNet bool) ([]string, error) {
 	if w != nil && w.withHostNet == withHostNet {
 		<-w.done
-		return w.out
+		return w.out, w.err
 	}
 	if !readsRootOnly() {
-		return nil
+		return nil, nil
 	}
 	return hostOnlyProc(withHostNet)
 }
@@ -520,16 +525,26 @@ func (w *ProcWalk) result(withHostNet bool) []string {
 // (BenchmarkHostOnlyProc); /proc/sys/net alone has 1300 more on a host
 // with a few interfaces. Walking /proc/sys in a goroutine of its own
 // gained nothing on this 2-CPU machine.
-func hostOnlyProc(withHostNet bool) []string {
+func hostOnlyProc(withHostNet bool) ([]string, error) {
 	var out []string
-	var walk func(dir string, readOnly bool)
-	walk = func(dir string, readOnly bool) {
+	// An entry that went away while the walk ran (a process's, an
+	// interrupt's) is passed over; anything else that keeps the walk
+	// from reading an entry (no descriptor left, no memory) fails it.
+	gone := func(err error) bool { return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) }
+	var walk func(dir string, readOnly bool) error
+	walk = func(dir string, readOnly bool) error {
 		f, err := os.Open(dir)
 		if err != nil {
-			return
+			if gone(err) {
+				return nil
+			}
+			return err
 		}
 		defer f.Close()
-		names, _ := f.Readdirnames(-1)
+		names, err := f.Readdirnames(-1)
+		if err != nil && !gone(err) {
+			return fmt.Errorf("listing %s: %w", dir, err)
+		}
 		fd := int(f.Fd())
 		for _, name := range names {
 			path := dir + "/" + name
@@ -540,15 +555,18 @@ func hostOnlyProc(withHostNet bool) []string {
 				continue
 			}
 			var st unix.Stat_t
-			if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-				continue
+			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if gone(err) {
+					continue
+				}
+				return &os.PathError{Op: "stat", Path: path, Err: err}
 			}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
 				if st.Mode&0o005 != 0o005 {
 					out = append(out, path)
-				} else {
-					walk(path, readOnly || path == "/proc/sys")
+				} else if err := walk(path, readOnly || path == "/proc/sys"); err != nil {
+					return err
 				}
 			case unix.S_IFREG:
 				if st.Mode&0o004 == 0 && (!readOnly || st.Mode&0o444 != 0) {
@@ -556,9 +574,12 @@ func hostOnlyProc(withHostNet bool) []string {
 				}
 			}
 		}
+		return nil
 	}
-	walk("/proc", false)
-	return out
+	if err := walk("/proc", false); err != nil {
+		return nil, fmt.Errorf("walking /proc for the entries only root may read: %w", err)
+	}
+	return out, nil
 }
 
 // readOnly are the attributes of a mount nothing may change or run from.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/policy"
 )
@@ -196,45 +198,75 @@ func (cg *cgroup) add(pid int) error {
 // forks there, and goes back to the groups it came from. A thread that
 // moves itself takes no lock that waits for an RCU grace period of the
 // kernel, as a move by pid does (8-16 ms on a 2-CPU VM whenever the
-// kernel's RCU sync has gone idle). A thread that cannot go back is not
-// used again (the init, whose parent death signal is that thread's,
-// then dies with it) and err says so. On v2, where a thread moves only
+// kernel's RCU sync has gone idle). On v2, where a thread moves only
 // within its domain, start just runs.
+//
+// The process's main thread never visits: v1's memory controller charges
+// the whole process's memory to its main thread's group. A thread that
+// cannot go back is kept out of use, locked and retrying (visitThread),
+// never ended: the inits it forked die with it (their parent death
+// signal is that thread's).
 func (cg *cgroup) startInside(start func() error) (inside bool, err error) {
 	if cg == nil || cg.v2 {
 		return false, start()
 	}
-	type visit struct {
-		inside bool
-		err    error
-	}
-	done := make(chan visit, 1)
+	done := make(chan visitResult, 1)
 	go func() {
-		// Locked until it is back: a thread left in the groups ends
-		// with this goroutine.
 		runtime.LockOSThread()
-		into, back, err := cg.visitFiles()
-		defer closeAll(into)
-		defer closeAll(back)
-		if err != nil || !writeSelf(into) {
-			if !writeSelf(back) {
-				done <- visit{false, errors.New("a thread could not leave the sandbox's control groups")}
-				return
-			}
-			runtime.UnlockOSThread()
-			done <- visit{false, start()}
+		if unix.Gettid() != unix.Getpid() {
+			cg.visitThread(start, done)
 			return
 		}
-		err = start()
-		if !writeSelf(back) {
-			done <- visit{true, errors.Join(err, errors.New("a thread that started the sandbox could not leave its control groups"))}
-			return
-		}
+		// Held here, the main thread cannot run the visit.
+		inner := make(chan visitResult, 1)
+		go func() {
+			runtime.LockOSThread()
+			cg.visitThread(start, inner)
+		}()
+		done <- <-inner
 		runtime.UnlockOSThread()
-		done <- visit{true, err}
 	}()
 	v := <-done
 	return v.inside, v.err
+}
+
+// visitResult is what startInside's visit reports: whether the init was
+// born inside, and start's error.
+type visitResult struct {
+	inside bool
+	err    error
+}
+
+// visitedBy, when set (by a test), is told the thread that visits.
+var visitedBy func(tid int)
+
+// visitThread is startInside's visit, on a locked thread that is not the
+// main thread: it reports on done, then unlocks the thread once the
+// thread is back in its own groups. One that cannot go back stays locked
+// (out of use) and tries again every second.
+func (cg *cgroup) visitThread(start func() error, done chan<- visitResult) {
+	into, back, err := cg.visitFiles()
+	defer closeAll(into)
+	defer closeAll(back)
+	if err != nil {
+		runtime.UnlockOSThread()
+		done <- visitResult{false, start()}
+		return
+	}
+	if visitedBy != nil {
+		visitedBy(unix.Gettid())
+	}
+	if writeSelf(into) {
+		done <- visitResult{true, start()}
+	} else {
+		// Not wholly inside: the init starts elsewhere, and the caller
+		// moves it in.
+		go func() { done <- visitResult{false, start()} }()
+	}
+	for !writeSelf(back) {
+		time.Sleep(time.Second)
+	}
+	runtime.UnlockOSThread()
 }
 
 // visitFiles opens the tasks files of the calling thread's way into the

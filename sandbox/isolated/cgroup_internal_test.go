@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 )
@@ -155,5 +157,72 @@ func TestStartInsideBearsTheInitInItsGroups(t *testing.T) {
 		if g := groups(os.Getpid(), tid); strings.Contains(g, name) {
 			t.Errorf("thread %d of this process stayed in the sandbox's groups: %s", tid, g)
 		}
+	}
+}
+
+// startInsideFromMain is TestStartInsideNeverVisitsFromTheMainThread's
+// program: it calls startInside from the main goroutine on the main
+// thread, not locked there (as a program calling New from main does:
+// while it waits, the main thread is free to run the visit), and prints
+// which thread visited the groups.
+const startInsideFromMain = "start-inside-from-main"
+
+func init() {
+	testenv.RegisterProgram(startInsideFromMain, func([]string) {
+		caller := unix.Gettid()
+		if caller != unix.Getpid() {
+			fmt.Println("not on the main thread")
+			os.Exit(3)
+		}
+		cg, err := newCgroup(policy.Limits{Processes: 64, Memory: 256 << 20})
+		if cg == nil {
+			fmt.Println("no cgroup:", err)
+			os.Exit(4)
+		}
+		defer cg.remove()
+		visitor := 0
+		visitedBy = func(tid int) { visitor = tid }
+		var child *exec.Cmd
+		inside, err := cg.startInside(func() error {
+			child = exec.Command("sleep", "30")
+			return child.Start()
+		})
+		if err != nil {
+			fmt.Println("start:", err)
+			os.Exit(1)
+		}
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		fmt.Printf("v2=%v inside=%v main=%d visitor=%d caller=%d\n", cg.v2, inside, unix.Getpid(), visitor, caller)
+	})
+}
+
+// On cgroup v1 the memory controller charges a process's memory to the
+// group of its main thread: called from the main thread, startInside
+// still visits the sandbox's groups from another thread.
+func TestStartInsideNeverVisitsFromTheMainThread(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Missing(t, "making control groups needs root")
+	}
+	argv := testenv.ProgramArgv()
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = append(os.Environ(), testenv.ProgramEnv(startInsideFromMain))
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var v2, inside bool
+	var main, visitor, caller int
+	if _, err := fmt.Sscanf(string(out), "v2=%t inside=%t main=%d visitor=%d caller=%d", &v2, &inside, &main, &visitor, &caller); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if caller != main {
+		t.Fatalf("the program did not call from the main thread: %s", out)
+	}
+	if !v2 && !inside {
+		t.Errorf("on cgroup v1 the child was not born inside the groups: %s", out)
+	}
+	if inside && (visitor == 0 || visitor == main) {
+		t.Errorf("the main thread visited the sandbox's groups: %s", out)
 	}
 }

@@ -370,7 +370,10 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	go s.readLoop() // ends the session at EOF, after every queued answer
 	go func() { _ = c.Wait() }()
-	job.HiddenProc = proc.Result(job.Policy)
+	if job.HiddenProc, err = proc.Result(job.Policy); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, err)
+	}
 	res, err := s.call(ctx, wire.Request{Op: "start", Job: &job})
 	if err == nil {
 		err = res.Err.Error()
