@@ -31,7 +31,9 @@ type OneShot struct {
 	// Groups are files of control groups (a v1 tasks file, a
 	// cgroup.procs) the sandbox's PID 1 writes itself into once its
 	// namespaces and id maps are set, before it builds the root or starts
-	// anything. The caller closes them.
+	// anything. With groups, RunOnce returns once PID 1 has exited (out
+	// of them), so that the caller may remove them at once. The caller
+	// closes the files.
 	Groups []*os.File
 	// CmdGroup, when set, is the cgroup.procs file of the commands' group
 	// (see CommandGroup): the command's process writes itself into it
@@ -198,12 +200,18 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	}
 	var ws unix.WaitStatus
 	var werr error
-	if readErr == nil {
+	switch {
+	case readErr == nil && len(groups) == 0:
 		// PID 1 has killed everything else and reported; its own exit
 		// (which also waits for its namespace to empty) need not hold
 		// the caller up.
 		go func() { _, _ = reap() }()
-	} else {
+	case readErr == nil:
+		// The caller removes the groups next, which it can once PID 1
+		// has left them: at its exit, which wait4 sees at once, where
+		// the caller's retries of rmdir would see it late.
+		_, _ = reap()
+	default:
 		ws, werr = reap()
 	}
 	switch {
