@@ -133,6 +133,8 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 	b.call("pivot_root into the sandbox", unix.SYS_PIVOT_ROOT, b.str("."), b.str("."))
 	b.call("detaching the host root", unix.SYS_UMOUNT2, b.str("."), unix.MNT_DETACH)
 	b.call("entering the new root", unix.SYS_CHDIR, b.str("/"))
+	// The empty file every file mask is a copy of (see mask), made once.
+	b.call("making the file masks' empty file", unix.SYS_MKNODAT, cwd, b.str(emptyMask), unix.S_IFREG, 0).okErrs = 1 << unix.EEXIST
 
 	// Shorter paths first, so a more specific bind lands on top; the
 	// private /tmp comes before binds below /tmp (which land on it).
@@ -608,16 +610,18 @@ func (b *builder) newMount(fstype, option string, attrs uintptr) uint8 {
 	return mnt
 }
 
+// emptyMask is the empty file, nobody's to read (mode 0), that a file
+// mask is a read-only copy of: made once, at the new root's top.
+const emptyMask = "/.hutch-denied"
+
 // mask appends hiding what slot fd holds open: a directory under an empty
-// read-only tmpfs, a file under an empty file nobody may read.
+// read-only tmpfs, a file under a copy of emptyMask.
 func (b *builder) mask(what string, fd uint8) {
 	b.ifDir(what, fd, func() {
 		b.mountOn(what, b.newMount("tmpfs", "mode=0755", readOnly), fd)
 	}, func() {
-		const empty = "/.hutch-denied"
 		tree := b.slot()
-		b.call(what, unix.SYS_MKNODAT, cwd, b.str(empty), unix.S_IFREG, 0).okErrs = 1 << unix.EEXIST
-		b.call(what, unix.SYS_OPEN_TREE, cwd, b.str(empty), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = tree
+		b.call(what, unix.SYS_OPEN_TREE, cwd, b.str(emptyMask), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = tree
 		b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, readOnly).in[0] = tree
 		b.mountOn(what, tree, fd)
 	})
