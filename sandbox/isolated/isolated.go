@@ -24,6 +24,7 @@ import (
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
+	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/netproxy"
@@ -248,6 +249,7 @@ type Sandbox struct {
 	pending map[uint64]chan wire.Response
 	closed  bool
 	done    chan struct{} // closed when the init is gone
+	reaped  chan struct{} // closed once the init has been waited for
 	dead    error
 }
 
@@ -275,9 +277,6 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if !helper.Ready() {
 		return nil, fmt.Errorf("%w: the isolated tier re-executes this program as its sandbox helper: call helper.Main() at the start of main (and of TestMain)", sandbox.ErrConfig)
 	}
-	// The walk of /proc the init's root needs goes on while the init
-	// starts; the init is given its result.
-	proc := helper.WalkProcAhead(pol)
 	pol, job, cg, err := prepare(pol)
 	if err != nil {
 		return nil, err
@@ -339,6 +338,13 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 		return nil, err
 	}
 	inside, startErr := cg.startInside(c.Start)
+	// The walk of /proc the init's root needs goes on while the init's
+	// runtime starts (some milliseconds), not beside the fork, which it
+	// would slow on a small machine; the init is given its result.
+	var proc *sysprog.ProcWalk
+	if startErr == nil {
+		proc = helper.WalkProcAhead(pol)
+	}
 	// Only the init may hold its end: once it is gone, the host must see
 	// EOF (a failed setup would otherwise leave New waiting forever).
 	sandboxEnd.Close()
@@ -363,13 +369,16 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, limits: cg.files().Open(), proxy: proxy, pending: map[uint64]chan wire.Response{}, done: make(chan struct{})}
+	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, limits: cg.files().Open(), proxy: proxy, pending: map[uint64]chan wire.Response{}, done: make(chan struct{}), reaped: make(chan struct{})}
 	if proxy != nil {
 		s.netDone = make(chan struct{})
 		go s.serveNetwork(netHost)
 	}
 	go s.readLoop() // ends the session at EOF, after every queued answer
-	go func() { _ = c.Wait() }()
+	go func() {
+		_ = c.Wait()
+		close(s.reaped)
+	}()
 	if job.HiddenProc, err = proc.Result(job.Policy); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, err)
@@ -849,6 +858,15 @@ func (s *Sandbox) Close() error {
 		_ = s.proxy.Close()
 	}
 	s.limits.Close()
+	if s.cg != nil {
+		// The init's exit (waited for once the kernel has ended every
+		// process of its namespace) empties the groups: remove them then,
+		// at the first try, rather than retry while it exits.
+		select {
+		case <-s.reaped:
+		case <-time.After(time.Second):
+		}
+	}
 	s.cg.remove()
 	return nil
 }
