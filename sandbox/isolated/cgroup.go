@@ -314,6 +314,7 @@ func writeSelf(files []*os.File) bool {
 	return ok
 }
 
+// closeAll closes every file of files.
 func closeAll(files []*os.File) {
 	for _, f := range files {
 		f.Close()
@@ -321,8 +322,9 @@ func closeAll(files []*os.File) {
 }
 
 // selfJoin readies the groups for a one-shot's PID 1, which joins them
-// itself before it does anything else, and returns the files it writes
-// itself ("0") into; the caller closes them. PID 1 joins the commands'
+// itself once its namespaces are set, before it builds the root or
+// starts anything, and returns the files it writes itself ("0") into;
+// the caller closes them. PID 1 joins the commands'
 // part: the commands' group holds one process more for it, and its
 // command then starts there without moving. PID 1 forks once, for its
 // command, before the command can fill the group, and needs no process
