@@ -85,9 +85,15 @@ var ErrNeedsSupervisor = sysprog.ErrNeedsSupervisor
 // [sysprog.OneShot]).
 type OneShot = sysprog.OneShot
 
-// WalkProcAhead starts the walk of /proc a one-shot's root needs, to give
-// RunOnce in OneShot.Proc (see [sysprog.WalkProcAhead]).
-func WalkProcAhead(pol policy.Policy) *sysprog.ProcWalk { return sysprog.WalkProcAhead(pol) }
+// ProcWalk is a walk of /proc for a sandbox's root started ahead (see
+// [sysprog.ProcWalk]).
+type ProcWalk = sysprog.ProcWalk
+
+// WalkProcAhead starts the walk of /proc a sandbox's root needs: a
+// one-shot's (give it to RunOnce in OneShot.Proc) or a session init's
+// (give its Result in the start request's job). See
+// [sysprog.WalkProcAhead].
+func WalkProcAhead(pol policy.Policy) *ProcWalk { return sysprog.WalkProcAhead(pol) }
 
 // RunOnce runs job's command once in a fresh sandbox built from its
 // policy, and tears the sandbox down: the isolated tier's one-shot run,

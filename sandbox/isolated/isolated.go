@@ -24,7 +24,6 @@ import (
 	"github.com/hutchsandbox/hutch/helper"
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
-	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/netproxy"
@@ -341,7 +340,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	// The walk of /proc the init's root needs goes on while the init's
 	// runtime starts (some milliseconds), not beside the fork, which it
 	// would slow on a small machine; the init is given its result.
-	var proc *sysprog.ProcWalk
+	var proc *helper.ProcWalk
 	if startErr == nil {
 		proc = helper.WalkProcAhead(pol)
 	}
