@@ -24,17 +24,8 @@ type CgroupFiles struct {
 	Memory, Pids string
 }
 
-// Counts reads the counters. A file that cannot be read, or lacks its key,
-// counts 0. It opens the files each time: Open keeps them open for a
-// caller that reads them around every command.
-func (f CgroupFiles) Counts() LimitCounts {
-	c := f.Open()
-	defer c.Close()
-	return c.Counts()
-}
-
-// Open opens the counter files for reading again and again (Counters); a
-// file that cannot be opened counts 0.
+// Open opens the counter files for reading again and again (Counters),
+// around every command; a file that cannot be opened counts 0.
 func (f CgroupFiles) Open() *Counters {
 	open := func(path string) *os.File {
 		if path == "" {
@@ -57,7 +48,8 @@ type Counters struct {
 	memory, pids *os.File
 }
 
-// Counts reads the counters (see CgroupFiles.Counts).
+// Counts reads the counters. A file that cannot be read, or lacks its
+// key, counts 0.
 func (c *Counters) Counts() LimitCounts {
 	if c == nil {
 		return LimitCounts{}

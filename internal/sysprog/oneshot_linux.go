@@ -35,10 +35,6 @@ type OneShot struct {
 	// of them), so that the caller may remove them at once. The caller
 	// closes the files.
 	Groups []*os.File
-	// CmdGroup, when set, is the cgroup.procs file of the commands' group
-	// (see CommandGroup): the command's process writes itself into it
-	// before it runs anything, and does not run when it cannot.
-	CmdGroup *os.File
 	// Timeout, when positive, kills the whole sandbox once it passes.
 	Timeout time.Duration
 	// Proc, when set, is the walk of /proc for this run's root, started
@@ -56,8 +52,8 @@ type OneShot struct {
 // PID 1 that starts the command and reaps everything, and reports how
 // the command ended on a pipe. Nothing of the Go runtime runs in the
 // child, so it costs one fork rather than one process start of this
-// binary. opt says which control groups the child and the command join
-// (see OneShot).
+// binary. opt says which control groups the child joins; its command is
+// born in them (see OneShot).
 //
 // The policy's network must be none or all (an allow-list needs the
 // init's bridge: use a session). opt.Timeout, when positive, kills the
@@ -65,7 +61,7 @@ type OneShot struct {
 // that could not be built or run (ErrUnsupported, with the reason) or a
 // cancelled ctx; what the command did is in the Status.
 func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, opt OneShot) (st wire.Status, timedOut bool, err error) {
-	groups, cmdGroup, timeout := opt.Groups, opt.CmdGroup, opt.Timeout
+	groups, timeout := opt.Groups, opt.Timeout
 	if len(job.Argv) == 0 {
 		return st, false, fmt.Errorf("%w: no command", sandbox.ErrConfig)
 	}
@@ -124,13 +120,9 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	}
 	dirOp := b.mark()
 	b.call("start directory "+job.Dir, unix.SYS_CHDIR, b.str(job.Dir))
-	// The command's streams on 0, 1, 2; the status pipe on 3 and the
-	// commands' group on 4 (both closed at exec); nothing else of this
-	// process.
+	// The command's streams on 0, 1, 2; the status pipe on 3 (closed at
+	// exec); nothing else of this process.
 	low := []uint8{sIn, sOut, sErr, sStatus}
-	if cmdGroup != nil {
-		low = append(low, fd(cmdGroup))
-	}
 	high := make([]uint8, len(low))
 	for i, s := range low {
 		high[i] = b.slot()
@@ -142,16 +134,10 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	}
 	o := b.call("status pipe", unix.SYS_DUP3, 0, 3, unix.O_CLOEXEC)
 	o.in[0], o.out = high[3], sStatus
-	if cmdGroup != nil {
-		b.call("commands' cgroup", unix.SYS_DUP3, 0, oneShotGroupFD, unix.O_CLOEXEC).in[0] = high[4]
-	}
 	b.call("closing inherited descriptors", unix.SYS_CLOSE_RANGE, uintptr(len(low)), ^uintptr(0)>>32, 0)
 	// The command's strings live with the program, which refuses any with
 	// a NUL byte.
 	x := newOneShotExec(b, job, sStatus)
-	if cmdGroup != nil {
-		x.group = oneShotGroupFD
-	}
 	oomOps(b, x) // while PID 1 may still open its own /proc files
 	// Out of the command's reach: not dumpable (no /proc access to this
 	// PID 1), and every signal stays blocked here.
@@ -311,9 +297,6 @@ type oneShotRecord struct {
 	_      int32
 	Rusage unix.Rusage
 }
-
-// oneShotGroupFD is where the one-shot PID 1 holds the commands' group.
-const oneShotGroupFD = 4
 
 // oneShotExec is what the child needs to start the command, ready for
 // raw system calls: the one-shot's PID 1 (newOneShotExec) and a helper's

@@ -109,17 +109,25 @@ func ownCgroup(controller string) string {
 	if err != nil {
 		return "/"
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	g, _ := cgroupIn(b, controller)
+	return g
+}
+
+// cgroupIn is the group a /proc cgroup listing (/proc/self/cgroup,
+// /proc/thread-self/cgroup) names for controller (v1), or in the unified
+// hierarchy (""); "/" and false when it names none.
+func cgroupIn(listing []byte, controller string) (string, bool) {
+	for _, line := range strings.Split(string(listing), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
 		if (controller == "" && parts[0] == "0" && parts[1] == "") ||
 			(controller != "" && strings.Contains(","+parts[1]+",", ","+controller+",")) {
-			return filepath.Clean("/" + parts[2])
+			return filepath.Clean("/" + parts[2]), true
 		}
 	}
-	return "/"
+	return "/", false
 }
 
 func (cg *cgroup) limit(l policy.Limits) error {
@@ -278,16 +286,11 @@ func (cg *cgroup) visitFiles() (into, back []*os.File, err error) {
 		return nil, nil, err
 	}
 	for ctrl, dir := range cg.dirs {
-		home := ""
-		for _, line := range strings.Split(string(own), "\n") {
-			parts := strings.SplitN(line, ":", 3)
-			if len(parts) == 3 && strings.Contains(","+parts[1]+",", ","+ctrl+",") {
-				home = filepath.Join(cgroupRoot, ctrl, filepath.Clean("/"+parts[2]))
-			}
-		}
-		if home == "" {
+		g, ok := cgroupIn(own, ctrl)
+		if !ok {
 			return into, back, fmt.Errorf("no %s group in /proc/thread-self/cgroup", ctrl)
 		}
+		home := filepath.Join(cgroupRoot, ctrl, g)
 		for _, d := range []struct {
 			dir   string
 			files *[]*os.File

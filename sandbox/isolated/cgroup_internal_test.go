@@ -226,3 +226,28 @@ func TestStartInsideNeverVisitsFromTheMainThread(t *testing.T) {
 		t.Errorf("the main thread visited the sandbox's groups: %s", out)
 	}
 }
+
+// cgroupIn finds a controller's group in a /proc cgroup listing (also
+// in a hierarchy of several controllers), the unified one for "", and
+// says when there is none.
+func TestCgroupInReadsTheListing(t *testing.T) {
+	listing := []byte("9:name=systemd:/\n8:pids:/user/a\n2:cpu,cpuacct:/c/../d\n4:memory:/process_api/x\n0::/unified/u\n")
+	for _, c := range []struct {
+		controller, want string
+		ok               bool
+	}{
+		{"memory", "/process_api/x", true},
+		{"pids", "/user/a", true},
+		{"cpuacct", "/d", true},
+		{"", "/unified/u", true},
+		{"blkio", "/", false},
+		{"cpuac", "/", false},
+	} {
+		if got, ok := cgroupIn(listing, c.controller); got != c.want || ok != c.ok {
+			t.Errorf("%q: %q %v, want %q %v", c.controller, got, ok, c.want, c.ok)
+		}
+	}
+	if got, ok := cgroupIn([]byte("4:memory:/m\n"), ""); got != "/" || ok {
+		t.Errorf("no unified line: %q %v", got, ok)
+	}
+}

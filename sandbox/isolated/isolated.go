@@ -106,11 +106,7 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 		if groups, err = cg.selfJoin(); err != nil {
 			return sandbox.Result{}, err
 		}
-		defer func() {
-			for _, f := range groups {
-				f.Close()
-			}
-		}()
+		defer closeAll(groups)
 	}
 	limits := cg.files().Open()
 	defer limits.Close()
