@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -140,7 +141,13 @@ func (s *supervisor) checkInConfig(dir int, last string, newDir int, newLast str
 		_ = unix.Unlinkat(newDir, tmp, 0)
 		return werr
 	}
-	s.sealed[idOf(&made)] = true
+	at, err := os.Readlink(selfFD(newDir))
+	if err != nil {
+		at = "" // sealed wherever it goes
+	} else {
+		at = strings.TrimPrefix(path.Join(at, newLast), "/")
+	}
+	s.sealed[idOf(&made)] = at
 	_ = unix.Unlinkat(dir, last, 0)
 	return nil
 }

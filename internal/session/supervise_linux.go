@@ -112,10 +112,12 @@ type supervisor struct {
 	self    int      // this process's PID (the init's: 1)
 	// fresh are the directories the supervisor made on the way to a
 	// protected path (a .git made by git init); sealed the files it wrote
-	// at a protected path (a git config it checked).
-	fresh, sealed map[fileID]bool
-	listeners     []int
-	fifoWaits     atomic.Int32
+	// at a protected path (a git config it checked), each with where it
+	// wrote it (relative to "/"; "" when it could not tell).
+	fresh     map[fileID]bool
+	sealed    map[fileID]string
+	listeners []int
+	fifoWaits atomic.Int32
 }
 
 // startSupervisor starts the supervisor of policy p's commands: a locked
@@ -192,7 +194,7 @@ func newSupervisor(roots, entries []string, sharedFS bool) (*supervisor, error) 
 	}
 	s := &supervisor{intake: fds[0], peer: os.NewFile(uintptr(fds[1]), "hutch-supervisor"), roots: roots,
 		entries: entries, root: root, procDev: uint64(st.Dev), self: os.Getpid(),
-		fresh: map[fileID]bool{}, sealed: map[fileID]bool{}}
+		fresh: map[fileID]bool{}, sealed: map[fileID]string{}}
 	ready := make(chan error, 1)
 	go s.run(ready, sharedFS)
 	if err := <-ready; err != nil {
@@ -853,7 +855,7 @@ func (s *supervisor) writable(w *walker, h int, st *unix.Stat_t) error {
 	if uint64(st.Dev) == s.procDev {
 		return unix.EACCES
 	}
-	if s.sealed[idOf(st)] {
+	if s.isSealed(st) {
 		return errProtected
 	}
 	x, err := w.pathOf(h)
@@ -862,6 +864,25 @@ func (s *supervisor) writable(w *walker, h int, st *unix.Stat_t) error {
 	}
 	_, err = s.allowed(x, intentWrite, false)
 	return err
+}
+
+// isSealed reports whether st is a file the supervisor sealed, still
+// where it wrote it (by that name or through a hard link). A sealed
+// file that is no longer there (git replaced that config, or the command
+// removed it) is forgotten: its inode may be another file's now, which
+// it must not keep from being written.
+func (s *supervisor) isSealed(st *unix.Stat_t) bool {
+	id := idOf(st)
+	at, ok := s.sealed[id]
+	if !ok {
+		return false
+	}
+	var now unix.Stat_t
+	if at == "" || unix.Fstatat(s.root, at, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && idOf(&now) == id {
+		return true
+	}
+	delete(s.sealed, id)
+	return false
 }
 
 // fifo opens the FIFO h for the caller, for reading or writing only

@@ -5,6 +5,7 @@ package session
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -63,7 +64,7 @@ func testSupervisor(t *testing.T, fresh bool) (*supervisor, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(rootFD) })
-	s := &supervisor{roots: []string{dir, dir + "/sub"}, entries: policy.Policy{}.Protected(), root: rootFD, fresh: map[fileID]bool{}, sealed: map[fileID]bool{}}
+	s := &supervisor{roots: []string{dir, dir + "/sub"}, entries: policy.Policy{}.Protected(), root: rootFD, fresh: map[fileID]bool{}, sealed: map[fileID]string{}}
 	if fresh {
 		var st unix.Stat_t
 		if err := unix.Stat(filepath.Join(dir, ".git"), &st); err != nil {
@@ -123,5 +124,56 @@ func TestSupervisorAllowed(t *testing.T) {
 		if vet != c.vet || err != c.err {
 			t.Errorf("%s, intent %d, fresh %v: vet %v, %v; want %v, %v", c.path, c.intent, c.fresh, vet, err, c.vet, c.err)
 		}
+	}
+}
+
+// A config the supervisor sealed stays sealed while it is where the
+// supervisor wrote it (by that name or a hard link), and is forgotten
+// once it is not: git replaced it, or the command removed it. Its inode
+// may then be another file's (a file made later, as in a git run that
+// rewrote its config: the file could then not be appended to).
+func TestSealedConfigIsForgottenOnceGone(t *testing.T) {
+	s, dir := testSupervisor(t, true)
+	config, link := filepath.Join(dir, ".git", "config"), filepath.Join(dir, "cfg2")
+	stat := func(p string) *unix.Stat_t {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return &st
+	}
+	write := func(p string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("[core]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(config)
+	if err := os.Link(config, link); err != nil {
+		t.Fatal(err)
+	}
+	sealed := stat(config)
+	s.sealed[idOf(sealed)] = strings.TrimPrefix(config, "/")
+	if !s.isSealed(sealed) || !s.isSealed(stat(link)) {
+		t.Fatal("the sealed config, by its name or a hard link, is not sealed")
+	}
+	// git replaces the config: the old file lives on as cfg2 alone.
+	write(config + ".new")
+	if err := os.Rename(config+".new", config); err != nil {
+		t.Fatal(err)
+	}
+	if s.isSealed(stat(link)) {
+		t.Error("a file that is no longer the config stays sealed")
+	}
+	if _, ok := s.sealed[idOf(sealed)]; ok {
+		t.Error("the replaced config is not forgotten")
+	}
+	// Where the supervisor could not tell the place, the file stays
+	// sealed wherever it is.
+	other := stat(link)
+	s.sealed[idOf(other)] = ""
+	if !s.isSealed(other) {
+		t.Error("a config sealed without its place is not sealed")
 	}
 }
