@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,16 +50,49 @@ func TestHostOnlyProcFailsRatherThanListShort(t *testing.T) {
 	if !testenv.InChild(t, "true") {
 		return
 	}
+	// The runtime takes two descriptors (epoll, eventfd) for its poller at
+	// the first pollable open or timer, which a runtime goroutine may or
+	// may not have made by now: a pipe makes it happen here.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	pw.Close()
+	// The limit bounds descriptor numbers, not their count, and the
+	// inherited ones may leave gaps: fill every free number under a limit
+	// above the highest, then free two. That is room for /proc and one
+	// directory below it, not for the walk down /proc/sys/kernel/....
 	open, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Room for /proc and one directory below it, not for the walk down
-	// /proc/sys/kernel/usermodehelper.
-	lim := unix.Rlimit{Cur: uint64(len(open) + 1), Max: uint64(len(open) + 1)}
+	high := 0
+	for _, e := range open {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n > high {
+			high = n
+		}
+	}
+	lim := unix.Rlimit{Cur: uint64(high + 4), Max: uint64(high + 4)}
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
 	}
+	var fill []int
+	for {
+		fd, err := unix.Dup(0)
+		if err != nil {
+			if !errors.Is(err, unix.EMFILE) {
+				t.Fatal(err)
+			}
+			break
+		}
+		fill = append(fill, fd)
+	}
+	if len(fill) < 2 {
+		t.Fatalf("only %d descriptors free under a limit of %d", len(fill), lim.Cur)
+	}
+	unix.Close(fill[len(fill)-1])
+	unix.Close(fill[len(fill)-2])
 	list, err := hostOnlyProc(false)
 	if err == nil || !strings.Contains(err.Error(), "walking /proc") || !errors.Is(err, unix.EMFILE) {
 		t.Fatalf("a walk out of descriptors: %v (%d entries)", err, len(list))
