@@ -91,6 +91,8 @@ func TestShellAllowsOnlyWhatItUnderstandsAndDeniesWhatItSees(t *testing.T) {
 		{"${X:-rm} -rf /", "deny"},
 		// Spellings that are not plain: never allowed.
 		{`\npm test`, ""},
+		{`npm tes\t`, "allow"}, // sh reads tes\t as test
+		{"npm te\\\nst", "allow"},
 		{"'npm' test", ""},
 		{"np\"m\" test", ""},
 		{"npm test > ~/.bashrc", ""},
@@ -216,6 +218,7 @@ func FuzzShellAllow(f *testing.F) {
 		"FOO=1 npm test", "(npm test) | git status", "npm test `x`", "f() { x; }; f", "npm test <(x)",
 		"eval x", "npm test > /dev/null 2>&1", "\\npm test", "'npm' test", "npm test &", "git status",
 		"npm test \\\r\nrm", "ls\r/x", "npm test $'\\' ; rm ; #'", "npm test &>/dev/null rm",
+		"npm tes\\t", "npm te\\\nst",
 	} {
 		f.Add(seed)
 	}
@@ -263,7 +266,7 @@ func checkAllowed(t *testing.T, line string, lang syntax.LangVariant, prefixes, 
 				if i == 0 && (lit == "" || strings.Contains(lit, `\`)) {
 					t.Fatalf("%q allowed, but command %d's name is not a plain literal", line, n)
 				}
-				words = append(words, lit)
+				words = append(words, unescapeUnquoted(lit))
 			}
 			if !hasPrefix(words, prefixes, true) && !hasPrefix(words, exact, false) {
 				t.Fatalf("%q allowed, but command %q matches no allow rule", line, words)
@@ -274,6 +277,28 @@ func checkAllowed(t *testing.T, line string, lang syntax.LangVariant, prefixes, 
 	if n == 0 {
 		t.Fatalf("%q allowed, but it runs no command", line)
 	}
+}
+
+// unescapeUnquoted is the value sh gives an unquoted literal: a
+// backslash takes the next character as itself, and a backslash before a
+// newline joins the lines.
+func unescapeUnquoted(lit string) string {
+	var b strings.Builder
+	escaped := false
+	for _, r := range lit {
+		switch {
+		case escaped:
+			escaped = false
+			if r != '\n' {
+				b.WriteRune(r)
+			}
+		case r == '\\':
+			escaped = true
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // hasPrefix reports whether words start with one of the prefixes (are
