@@ -212,10 +212,10 @@ type Pipes struct {
 	refused atomic.Bool
 }
 
-// NewPipes makes the pipes and starts the copies. wrapStderr, when set,
-// is put in front of stderr's buffer and live writer (a tier that reads a
-// header of its own off the stream).
-func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrapStderr func(io.Writer) io.Writer) (*Pipes, error) {
+// NewPipes makes the pipes and starts the copies. wrap, when set, is put
+// in front of stdout's (stream 1) and stderr's (stream 2) buffer and live
+// writer (a tier that reads a header of its own off the streams).
+func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrap func(stream int, w io.Writer) io.Writer) (*Pipes, error) {
 	p := &Pipes{}
 	for i := range p.Child {
 		r, w, err := os.Pipe()
@@ -232,8 +232,8 @@ func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrapStderr func(i
 	go FeedStdin(p.parent[0], cmd.Stdin)
 	p.live = NewLives(cmd)
 	sinks := [2]io.Writer{stdout.Tee(p.live[0]), stderr.Tee(p.live[1])}
-	if wrapStderr != nil {
-		sinks[1] = wrapStderr(sinks[1])
+	if wrap != nil {
+		sinks[0], sinks[1] = wrap(1, sinks[0]), wrap(2, sinks[1])
 	}
 	for i, sink := range sinks {
 		p.copied.Add(1)

@@ -179,7 +179,7 @@ const cliKill = cliSweep + `hutch_sweep "$1" "$2"
 
 // cliExec: $1 root, $2 dir, $3 n, then n variable names, then the
 // command. It starts in the directory, prints the header line "hutch-exec
-// PID START" on stderr, runs the command with exactly PATH, HOME, LANG and
+// PID START" on stdout and on stderr (execHeader), runs the command with exactly PATH, HOME, LANG and
 // the named variables (env -i), then sweeps what it left behind and exits
 // with its status.
 const cliExec = cliPrelude + cliSweep + `hutch_start() { read -r s <"/proc/$1/stat"; s=${s##*") "}; set -- $s; t0=${20}; }
@@ -208,6 +208,7 @@ while [ "$i" -lt "$k" ]; do
 	i=$((i + 1))
 done
 hutch_start $$
+printf 'hutch-exec %s %s\n' "$$" "$t0"
 printf 'hutch-exec %s %s\n' "$$" "$t0" >&2
 case $prog in
 */*) ;;
@@ -681,10 +682,14 @@ func (b cliBackend) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	c := exec.Command(s.prog, s.o.ExecArgs(s.containerID(), cmd.Stdin != nil, file, args...)...)
 	stdout := &tierkit.TailBuffer{Max: cmd.MaxOutput}
 	stderr := &tierkit.TailBuffer{Max: cmd.MaxOutput}
-	var hdr *headerWriter
-	pipes, err := tierkit.NewPipes(cmd, stdout, stderr, func(w io.Writer) io.Writer {
-		hdr = &headerWriter{rest: w, seen: make(chan struct{})}
-		return hdr
+	hdr := newExecHeader()
+	var errHdr *headerWriter
+	pipes, err := tierkit.NewPipes(cmd, stdout, stderr, func(stream int, w io.Writer) io.Writer {
+		h := &headerWriter{hdr: hdr, rest: w, passBad: stream == 1}
+		if stream == 2 {
+			errHdr = h
+		}
+		return h
 	})
 	if err != nil {
 		return sandbox.Result{}, err
@@ -718,7 +723,7 @@ func (b cliBackend) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Resu
 	}
 	pipes.Ended() // the runtime's exec has exited: its output ends
 	if !hdr.started() && !(pipes.Refused() && diedOf(c.ProcessState, syscall.SIGPIPE)) {
-		return sandbox.Result{}, scriptErr("exec", cmd.Dir, c.ProcessState, hdr.early(), werr)
+		return sandbox.Result{}, scriptErr("exec", cmd.Dir, c.ProcessState, errHdr.early(), werr)
 	}
 	res := tierkit.Captured(begin, stdout, stderr)
 	res.ExitCode = c.ProcessState.ExitCode()
@@ -751,7 +756,7 @@ func diedOf(ps *os.ProcessState, sig syscall.Signal) bool {
 
 // endTree kills the tree of a wrapper whose runtime's exec is gone, trying
 // for up to killGrace.
-func (b cliBackend) endTree(hdr *headerWriter) {
+func (b cliBackend) endTree(hdr *execHeader) {
 	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
 	defer cancel()
 	pid, start := hdr.id()
@@ -767,7 +772,7 @@ func (b cliBackend) endTree(hdr *headerWriter) {
 // runs or the sandbox closes. A kill that cannot get a process (a fork
 // bomb at the process limit) is tried for up to killGrace; a wrapper
 // that never named itself within StopGrace is abandoned.
-func (b cliBackend) kill(c *exec.Cmd, hdr *headerWriter, exited chan struct{}) bool {
+func (b cliBackend) kill(c *exec.Cmd, hdr *execHeader, exited chan struct{}) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
 	defer cancel()
 	grace := time.NewTimer(StopGrace)
@@ -854,60 +859,113 @@ const killRetry = 100 * time.Millisecond
 // get a process in the container.
 const killGrace = 30 * time.Second
 
-// headerWriter takes the wrapper's stderr: its first line, "hutch-exec
-// PID START", says the command is starting; what comes after is the
-// command's. Anything before a header is the wrapper's or the runtime's
-// own error message.
-type headerWriter struct {
+// execHeader is who the wrapper is, from its header line "hutch-exec
+// PID START", which it prints first on both its stdout and its stderr
+// before the command starts: the runtime copies the two streams apart, so
+// either may reach hutch first, and a runtime's exec that dies of a
+// refused pipe may never deliver the other. The first header seen names
+// the wrapper; seen closes then.
+type execHeader struct {
 	mu         sync.Mutex
-	line       []byte
-	done, bad  bool
 	pid, start string
-	rest       io.Writer
 	seen       chan struct{}
+}
+
+func newExecHeader() *execHeader { return &execHeader{seen: make(chan struct{})} }
+
+func (e *execHeader) set(pid, start string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pid == "" {
+		e.pid, e.start = pid, start
+		close(e.seen)
+	}
+}
+
+func (e *execHeader) started() bool {
+	select {
+	case <-e.seen:
+		return true
+	default:
+		return false
+	}
+}
+
+func (e *execHeader) id() (string, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pid, e.start
+}
+
+// headerWriter takes one of the wrapper's streams: its first line, the
+// header, names the wrapper (hdr); what comes after is the command's and
+// passes on to rest. On stderr, anything before a header is the wrapper's
+// or the runtime's own error message, kept for early. On stdout (passBad),
+// where the wrapper writes nothing before its header, a first line that
+// is not a header passes on whole: it is not lost.
+type headerWriter struct {
+	mu        sync.Mutex
+	hdr       *execHeader
+	line      []byte
+	done, bad bool
+	passBad   bool
+	rest      io.Writer
 }
 
 var headerRE = lazyRegexp(`^hutch-exec ([0-9]+) ([0-9]+)$`)
 
 func (h *headerWriter) Write(p []byte) (int, error) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.done {
-		h.mu.Unlock()
 		return h.rest.Write(p)
 	}
 	n := len(p)
 	i := bytes.IndexByte(p, '\n')
+	head := p
+	if i >= 0 {
+		head = p[:i]
+	}
+	line := append(h.line[:len(h.line):len(h.line)], head...)
+	if h.passBad && (!couldBeHeader(line) || i >= 0 && !headerRE().Match(line)) {
+		return h.pass(p)
+	}
 	if h.bad || i < 0 {
 		if len(h.line) < 4096 {
 			h.line = append(h.line, p...)
 		}
-		h.mu.Unlock()
 		return n, nil
 	}
-	h.line = append(h.line, p[:i]...)
-	if m := headerRE().FindSubmatch(h.line); m != nil {
-		h.done, h.pid, h.start = true, string(m[1]), string(m[2])
-		close(h.seen)
-		h.mu.Unlock()
+	if m := headerRE().FindSubmatch(line); m != nil {
+		h.done, h.line = true, nil
+		h.hdr.set(string(m[1]), string(m[2]))
 		_, _ = h.rest.Write(p[i+1:])
 		return n, nil
 	}
 	h.bad = true // not a header: all of it is the error message
-	h.line = append(h.line, p[i:]...)
-	h.mu.Unlock()
+	h.line = append(line, p[i:]...)
 	return n, nil
 }
 
-func (h *headerWriter) started() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.done
+// pass ends the search for a header on a stream where none came: what
+// was held back and p go on to rest.
+func (h *headerWriter) pass(p []byte) (int, error) {
+	h.done = true
+	held := h.line
+	h.line = nil
+	if _, err := h.rest.Write(append(held, p...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
-func (h *headerWriter) id() (string, string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.pid, h.start
+// couldBeHeader reports whether b may be the start of a header line.
+func couldBeHeader(b []byte) bool {
+	const prefix = "hutch-exec "
+	if len(b) <= len(prefix) {
+		return bytes.HasPrefix([]byte(prefix), b)
+	}
+	return len(b) <= 64 && bytes.HasPrefix(b, []byte(prefix))
 }
 
 func (h *headerWriter) early() []byte {

@@ -74,34 +74,44 @@ func FuzzParseListing(f *testing.F) {
 	})
 }
 
-// FuzzStderrHeader: however the wrapper's stderr is cut into writes, the
+// FuzzStreamHeader: however a wrapper's stream is cut into writes, the
 // header is recognized the same way and the command's own output passes
-// through intact.
-func FuzzStderrHeader(f *testing.F) {
-	f.Add([]byte("hutch-exec 12 345\nout of the command\n"), uint8(3))
-	f.Add([]byte("path escapes the sandbox root\n"), uint8(0))
-	f.Add([]byte("hutch-exec 1 2"), uint8(7))
-	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
-		whole := &headerWriter{rest: &bytes.Buffer{}, seen: make(chan struct{})}
+// through intact; on stdout, a stream without a header passes whole (what
+// could still be a header's start is held back, nothing else).
+func FuzzStreamHeader(f *testing.F) {
+	f.Add([]byte("hutch-exec 12 345\nout of the command\n"), uint8(3), false)
+	f.Add([]byte("path escapes the sandbox root\n"), uint8(0), false)
+	f.Add([]byte("hutch-exec 1 2"), uint8(7), true)
+	f.Add([]byte("hutch-exec x 2\nmore"), uint8(2), true)
+	f.Add([]byte("hutch-exec 1 2\nhutch-exec 3 4\n"), uint8(5), true)
+	f.Fuzz(func(t *testing.T, data []byte, cut uint8, stdout bool) {
+		whole := &headerWriter{hdr: newExecHeader(), rest: &bytes.Buffer{}, passBad: stdout}
 		_, _ = whole.Write(data)
 		var rest bytes.Buffer
-		parts := &headerWriter{rest: &rest, seen: make(chan struct{})}
+		parts := &headerWriter{hdr: newExecHeader(), rest: &rest, passBad: stdout}
 		step := int(cut)%16 + 1
 		for i := 0; i < len(data); i += step {
 			_, _ = parts.Write(data[i:min(len(data), i+step)])
 		}
-		if whole.started() != parts.started() {
-			t.Fatalf("header seen in one write: %v, in pieces: %v", whole.started(), parts.started())
+		if whole.hdr.started() != parts.hdr.started() {
+			t.Fatalf("header seen in one write: %v, in pieces: %v", whole.hdr.started(), parts.hdr.started())
 		}
-		if parts.started() {
-			pid, start := parts.id()
+		if parts.hdr.started() {
+			pid, start := parts.hdr.id()
 			line := "hutch-exec " + pid + " " + start + "\n"
 			if !bytes.HasPrefix(data, []byte(line)) || !bytes.Equal(rest.Bytes(), data[len(line):]) {
 				t.Fatalf("output after the header altered")
 			}
-			wp, ws := whole.id()
+			wp, ws := whole.hdr.id()
 			if wp != pid || ws != start {
 				t.Fatalf("ids differ: %s %s vs %s %s", wp, ws, pid, start)
+			}
+			return
+		}
+		if stdout {
+			held := parts.early()
+			if !bytes.Equal(append(rest.Bytes(), held...), data) || len(held) > 64 || bytes.IndexByte(held, '\n') >= 0 {
+				t.Fatalf("stdout without a header: passed %q, held %q, of %q", rest.Bytes(), held, data)
 			}
 		}
 	})
