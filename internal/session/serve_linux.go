@@ -21,6 +21,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/hostfs"
+	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -288,8 +289,27 @@ func (s *server) unpack(ctx context.Context, req wire.Request, passed []*os.File
 // confined on this (locked) thread, reaped by the init as PID 1, with the
 // timeout enforced here. Afterwards the init is of no further use: the
 // host closes the sandbox, which ends it.
+//
+// The command gets what a runner's would: a cgroup namespace rooted at
+// the init's groups (this thread enters one, and the command inherits
+// it; the init's other threads keep theirs), the OOM killer's first place
+// (through the init's oom_score_adj in the sandbox's own /proc: the
+// init is root in its user namespace, so it opens its files though not
+// dumpable), and, when the session's commands are
+// supervised, the init's own supervisor, which runs on the init's other,
+// unconfined threads. Only this thread is confined: Landlock, seccomp,
+// no_new_privs and the dropped capabilities are per thread, and the
+// host sends a final exec only when the policy needs no resource limit
+// of the kind that is per process (see isolated.Run).
 func (s *server) final(job wire.Job, req wire.Request, passed []*os.File, res *wire.Response) error {
 	runtime.LockOSThread() // never unlocked: the thread dies with the init
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return fmt.Errorf("a cgroup namespace for the command: %w", err)
+	}
+	sysprog.PrepareCommandOOM()
+	if supervisorPeer != nil {
+		sysprog.SetSupervisor(int(supervisorPeer.Fd()))
+	}
 	if req.Timeout > 0 {
 		time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() {
 			_ = s.conn.Send(wire.Response{ID: req.ID, TimedOut: true, Status: &wire.Status{Signal: int(syscall.SIGKILL)}})

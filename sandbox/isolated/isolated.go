@@ -58,13 +58,11 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 		return sandbox.Result{}, err
 	}
 	defer sb.Close()
-	// The init runs the command itself only when no rlimit is needed:
-	// rlimits are per process, and the init's own would bind it too. A
-	// supervised command takes the runner's way, as a session's do: in
-	// a cgroup namespace of its own, first in line for the OOM killer,
-	// with the init (and its supervisor) out of its way.
+	// The init runs the command itself (no runner to start) only when no
+	// rlimit is needed: rlimits are per process, and the init's own would
+	// bind it, and its supervisor, too.
 	l := sb.pol.Limits.Enforced()
-	final := !supervised && l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
+	final := l.CPUTime == 0 && l.FileSize == 0 && l.OpenFiles == 0 &&
 		(l.Memory == 0 || sb.cg != nil && sb.cg.memory) && (l.Processes == 0 || sb.cg != nil && sb.cg.pids)
 	return sb.exec(ctx, cmd, final)
 }
