@@ -12,7 +12,7 @@ import (
 // are group-readable), or holds a capability. Otherwise the sandbox's
 // processes are this user without capabilities, whom the kernel's own
 // permission checks already keep out of them, and hostOnlyProc's walk of
-// /proc (some 550 entries) is skipped. When it cannot tell, it says yes.
+// /proc (some 900 entries) is skipped. When it cannot tell, it says yes.
 func readsRootOnly() bool {
 	if os.Geteuid() == 0 || os.Getegid() == 0 {
 		return true

@@ -43,6 +43,23 @@ func TestHostOnlyProcListsRootOnlyEntries(t *testing.T) {
 	}
 }
 
+// The walk lists the same entries however it is spread over goroutines.
+func TestHostOnlyProcSameOnOneGoroutine(t *testing.T) {
+	spread, err := hostOnlyProc(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { procWalkers = n }(procWalkers)
+	procWalkers = 0
+	one, err := hostOnlyProc(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(spread, one) {
+		t.Errorf("the walk on several goroutines listed %q, on one %q", spread, one)
+	}
+}
+
 // A walk that cannot read an entry fails, whole: a list it left short
 // would leave root-only entries readable in the sandbox. Here it runs out
 // of descriptors partway down (a host holding many connections).
