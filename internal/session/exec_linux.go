@@ -43,7 +43,7 @@ func ExecMain() int {
 	if err := useSupervisor(); err != nil {
 		return fail(stderr, 125, "hutch: %v", err)
 	}
-	st, err := runConfined(job, os.Stdin, os.Stdout, stderr)
+	st, err := runConfined(job, os.Stdin, os.Stdout, stderr, nil)
 	if err != nil {
 		return fail(stderr, 125, "hutch: %v", err)
 	}
@@ -56,7 +56,8 @@ func ExecMain() int {
 // process that comes to it (as a PID 1 does) and returns the command's
 // status. A program that cannot be found or run gets the shell's 127 or
 // 126 and a line on stderr; err is for a sandbox that could not be set up.
-func runConfined(job wire.Job, stdin, stdout, stderr *os.File) (wire.Status, error) {
+// started, when set, is called once the command runs (see startAndReap).
+func runConfined(job wire.Job, stdin, stdout, stderr *os.File, started func()) (wire.Status, error) {
 	prog, st, ok := FindProgram(job, stderr)
 	if !ok {
 		return st, nil
@@ -64,7 +65,7 @@ func runConfined(job wire.Job, stdin, stdout, stderr *os.File) (wire.Status, err
 	if err := sysprog.Confine(job); err != nil {
 		return wire.Status{}, fmt.Errorf("confining the command: %w", err)
 	}
-	return startAndReap(job, prog, stdin, stdout, stderr, nil)
+	return startAndReap(job, prog, stdin, stdout, stderr, started)
 }
 
 // FindProgram looks the command up in its own PATH, from its own start
@@ -108,12 +109,11 @@ func unreachable() {
 }
 
 // recvStart reads the "start" request that comes first on a helper's
-// socket (fd 3); ok is false when anything else came.
-func recvStart() (conn *wire.Conn, req wire.Request, ok bool) {
-	conn = wire.NewConn(3)
+// socket (fd 3), through conn; ok is false when anything else came.
+func recvStart(conn *wire.Conn) (req wire.Request, ok bool) {
 	files, err := conn.Recv(&req)
 	CloseFiles(files)
-	return conn, req, err == nil && req.Op == "start" && req.Job != nil
+	return req, err == nil && req.Op == "start" && req.Job != nil
 }
 
 // fail writes a line on w and returns code.

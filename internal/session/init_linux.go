@@ -22,7 +22,8 @@ func InitMain() int {
 	// PID 1 of the sandbox (the starter of a one-shot run's command, too)
 	// must not die of a command's signal.
 	unreachable()
-	conn, req, ok := recvStart()
+	conn := wire.NewConn(3)
+	req, ok := recvStart(conn)
 	if !ok {
 		return 1
 	}

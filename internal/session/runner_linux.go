@@ -51,7 +51,10 @@ func RunnerMain() int {
 	sysprog.PrepareCommandOOM() // while its /proc files are still its own
 	sysprog.HoldInitTasks()     // while it may still see the init
 	unreachable()
-	conn, req, ok := recvStart()
+	// One command at a time, from this locked thread: calls on the socket
+	// block it rather than go through the poller.
+	conn := wire.NewBlockingConn(3)
+	req, ok := recvStart(conn)
 	if !ok {
 		return 1
 	}
@@ -354,8 +357,9 @@ const (
 
 // run hands one command to the runner and waits for its status. Unless
 // the outcome is answered (and res.Done is false), the runner is of no
-// further use; it has then also been reaped. The caller keeps its copies
-// of the streams: a command that was not taken goes elsewhere with them.
+// further use; it has then also been reaped. A command that was not taken
+// goes elsewhere with the caller's copies of its streams; once the runner
+// took it, run closes them.
 //
 // The runner says it has taken the command before it starts it. A send
 // that fails never reached the runner (a message of the socket pair
@@ -374,6 +378,10 @@ func (r *runner) run(id uint64, job *wire.Job, passed []*os.File) (res wire.Resp
 		}
 	} else if _, err := r.conn.Recv(&res); err == nil && res.Taken {
 		out = interrupted
+		// Taken, the command will never go elsewhere: the init's copies
+		// of its streams close now, so the host sees end-of-file as the
+		// command's side closes, not after the answer.
+		CloseFiles(passed)
 		if _, err := r.conn.Recv(&res); err == nil {
 			return res, answered
 		}

@@ -316,7 +316,10 @@ func (s *server) final(job wire.Job, req wire.Request, passed []*os.File, res *w
 			os.Exit(0) // PID 1 leaves: the kernel kills the rest
 		})
 	}
-	st, err := runConfined(job, passed[0], passed[1], passed[2])
+	// The init's copies of the streams close once the command runs: the
+	// host then sees end-of-file as the command's side closes, not after
+	// this answer.
+	st, err := runConfined(job, passed[0], passed[1], passed[2], func() { CloseFiles(passed) })
 	// The command is done: whatever it left running goes now (PID 1 may
 	// signal every process of its namespace), so nothing outlives it and
 	// its output pipes close.

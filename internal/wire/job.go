@@ -36,7 +36,7 @@ type Quotas struct {
 // Job is what the host hands the init process: the policy and the command.
 // It travels as JSON on the init's file descriptor 3.
 type Job struct {
-	Policy policy.Policy `json:"policy"`
+	Policy policy.Policy `json:"policy,omitzero"`
 	Argv   []string      `json:"argv"`
 	Env    []string      `json:"env"`
 	// Dir is where the command starts (inside the sandbox's view).

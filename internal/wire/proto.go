@@ -183,6 +183,20 @@ func NewConn(fd int) *Conn {
 	return c
 }
 
+// NewBlockingConn is NewConn for a process that does one thing at a time
+// from one locked thread (a session's runner): fd is made blocking and
+// stays out of Go's poller, so a Recv or Send blocks that thread in the
+// system call. A waiting call then holds its thread, which such a process
+// holds anyway; what it saves is the poller's hand-off of a locked
+// goroutine between threads (some four context switches a call).
+func NewBlockingConn(fd int) *Conn {
+	_ = unix.SetNonblock(fd, false)
+	f := os.NewFile(uintptr(fd), "hutch-conn")
+	c := &Conn{f: f, buf: make([]byte, MaxRecord), oob: make([]byte, unix.CmsgSpace(8*4))}
+	c.rc, _ = f.SyscallConn()
+	return c
+}
+
 // FileConn is NewConn for a socket held as a file: it takes ownership of
 // f, which must not be used or closed by the caller afterwards.
 func FileConn(f *os.File) (*Conn, error) {
