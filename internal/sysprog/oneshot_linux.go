@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,25 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	b.procAhead = opt.Proc
 	fd := func(f *os.File) uint8 { return b.preset(f.Fd()) }
 	sIn, sOut, sErr, sStatus := fd(stdin), fd(stdout), fd(stderr), fd(statusW)
+	// While the walk of /proc still runs, PID 1 builds the root from the
+	// list of this process's last walk and then waits at a gate, before
+	// anything of the command: this process lets it through once its own
+	// walk has listed the same entries, and sends it away otherwise (a
+	// new PID 1 is then built from the new list; a failed walk fails the
+	// run). The walk so runs beside the fork and the root's build.
+	withHostNet := job.Policy.Network == policy.NetworkAll
+	guess, gated := opt.Proc.guess(withHostNet)
+	var gateR, gateW *os.File
+	if gated {
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			return st, false, err
+		}
+		defer gateR.Close()
+		defer gateW.Close()
+		b.guessed, b.procGuess = true, guess
+		guessedRuns.Add(1)
+		b.close(b.preset(gateW.Fd())) // the gate closes when this process's end does
+	}
 	// Die with this thread, and with this process should it already be
 	// gone by then (the death signal only covers a death after it is set):
 	// the child's copy of life's write end is closed, so its read end
@@ -117,6 +137,15 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	b.strictProtect = true
 	if err := b.root(job.Policy, job.Quotas); err != nil {
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, err)
+	}
+	gateOp := -1
+	if gated {
+		g, got := fd(gateR), b.slot()
+		o := b.call("waiting for the walk of /proc", unix.SYS_READ, 0, ptr(b, new(byte)), 1)
+		o.in[0], o.out = g, got
+		gateOp = b.mark()
+		b.expect("waiting for the walk of /proc", got, 1)
+		b.close(g)
 	}
 	dirOp := b.mark()
 	b.call("start directory "+job.Dir, unix.SYS_CHDIR, b.str(job.Dir))
@@ -163,6 +192,21 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	}
 	statusW.Close()
 	child := int(pid)
+	var walkErr error
+	again := false // the guess was wrong: a new PID 1 for the new list
+	if gated {
+		gateR.Close()
+		hostOnly, err := opt.Proc.result(withHostNet)
+		switch {
+		case err != nil:
+			walkErr = err
+		case slices.Equal(hostOnly, guess):
+			_, _ = gateW.Write([]byte{1}) // a PID 1 already gone gets nothing
+		default:
+			again = true
+		}
+		gateW.Close()
+	}
 	var killed atomic.Bool
 	kill := func() { _ = unix.Kill(child, unix.SIGKILL) }
 	reap := func() (unix.WaitStatus, error) {
@@ -210,6 +254,10 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 			return st, false, fmt.Errorf("%w: the sandbox's PID 1 was killed by %s before the command ended", sandbox.ErrClosed, unix.SignalName(ws.Signal()))
 		}
 		return st, false, fmt.Errorf("%w: the sandbox ended without a status: %v", sandbox.ErrClosed, readErr)
+	case rec.Kind == recSetup && int(rec.Op) == gateOp && walkErr != nil:
+		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, walkErr)
+	case rec.Kind == recSetup && int(rec.Op) == gateOp && again:
+		return RunOnce(ctx, job, stdin, stdout, stderr, opt) // the walk has ended: no guess now
 	case rec.Kind == recSetup:
 		if rec.Op < 0 {
 			return st, false, fmt.Errorf("%w: starting the command: %v", sandbox.ErrUnsupported, syscall.Errno(rec.Errno))
@@ -222,6 +270,10 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	}
 	return statusOf(unix.WaitStatus(rec.Status), &rec.Rusage), false, nil
 }
+
+// guessedRuns counts the one-shots whose root was built from a guess of
+// the walk of /proc (see RunOnce's gate).
+var guessedRuns atomic.Int64
 
 // retitle appends overwriting this process's command line (a fork's is
 // its parent's: hutch's own arguments) with title, as /proc shows it.

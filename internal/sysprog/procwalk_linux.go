@@ -42,7 +42,33 @@ func hostOnlyProc(withHostNet bool) ([]string, error) {
 		return nil, fmt.Errorf("walking /proc for the entries only root may read: %w", w.err)
 	}
 	slices.Sort(w.out)
+	i := 0
+	if withHostNet {
+		i = 1
+	}
+	lastWalks.mu.Lock()
+	lastWalks.list[i], lastWalks.ok[i] = slices.Clone(w.out), true
+	lastWalks.mu.Unlock()
 	return w.out, nil
+}
+
+// lastWalks are the lists hostOnlyProc last returned in this process,
+// without and with the host's network (see ProcWalk.guess).
+var lastWalks struct {
+	mu   sync.Mutex
+	list [2][]string
+	ok   [2]bool
+}
+
+// lastWalk is the list hostOnlyProc last returned for withHostNet, if any.
+func lastWalk(withHostNet bool) ([]string, bool) {
+	i := 0
+	if withHostNet {
+		i = 1
+	}
+	lastWalks.mu.Lock()
+	defer lastWalks.mu.Unlock()
+	return slices.Clone(lastWalks.list[i]), lastWalks.ok[i]
 }
 
 // procWalker is one walk of hostOnlyProc: directories are walked by the

@@ -153,9 +153,11 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 		b.pin(r, p.Write)
 	}
 	b.dev(devs, size)
-	hostOnly, err := b.procAhead.result(p.Network == policy.NetworkAll)
-	if err != nil {
-		return err
+	hostOnly := b.procGuess
+	if !b.guessed {
+		if hostOnly, err = b.procAhead.result(p.Network == policy.NetworkAll); err != nil {
+			return err
+		}
 	}
 	b.proc(proc, hostOnly)
 	b.protect(p)
@@ -485,6 +487,23 @@ func WalkProcAhead(pol policy.Policy) *ProcWalk {
 // (wire.Job.HiddenProc).
 func (w *ProcWalk) Result(pol policy.Policy) ([]string, error) {
 	return w.result(pol.Network == policy.NetworkAll)
+}
+
+// guess is what a root built before this walk ends may hide instead of
+// waiting for it: the list the latest walk of this process with the same
+// network returned, while this one still runs (ok false otherwise). A
+// root built from a guess must not run its command before the walk has
+// confirmed it (RunOnce's gate).
+func (w *ProcWalk) guess(withHostNet bool) (list []string, ok bool) {
+	if w == nil || w.withHostNet != withHostNet {
+		return nil, false
+	}
+	select {
+	case <-w.done:
+		return nil, false // no need to guess
+	default:
+	}
+	return lastWalk(withHostNet)
 }
 
 // walked is a walk already done elsewhere, whose result is hidden: the
