@@ -25,17 +25,18 @@ import (
 // sandbox's /proc resolves its own).
 //
 // The walk (about 730 entries and 180 directories here, nearly all of it
-// system calls) runs on up to GOMAXPROCS threads (procWalkers), since a
-// sandbox's start waits for it: 1.05 ms against 1.17 ms on one thread and
-// 1.33 ms through os.File (BenchmarkHostOnlyProc, 2 cores). It fails whole when any entry cannot be read for another
+// system calls) runs on the calling goroutine and up to helpers more
+// (procWalkers when a sandbox's start waits for it): 1.05 ms on 2 cores
+// against 1.17 ms on one thread and 1.33 ms through os.File
+// (BenchmarkHostOnlyProc). It fails whole when any entry cannot be read for another
 // reason than having gone away (a process's, an interrupt's): a list it
 // left short would leave root-only entries readable. The list is sorted.
-// procWalkers is how many goroutines hostOnlyProc may start beside the
-// caller's.
+// procWalkers is how many goroutines a walk that a sandbox's start
+// waits for starts beside the caller's: one per other core.
 var procWalkers = runtime.GOMAXPROCS(0) - 1
 
-func hostOnlyProc(withHostNet bool) ([]string, error) {
-	w := &procWalker{withHostNet: withHostNet, spare: make(chan struct{}, procWalkers)}
+func hostOnlyProc(withHostNet bool, helpers int) ([]string, error) {
+	w := &procWalker{withHostNet: withHostNet, spare: make(chan struct{}, max(helpers, 0))}
 	w.dir("/proc", false)
 	w.wg.Wait()
 	if w.err != nil {

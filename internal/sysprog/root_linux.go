@@ -475,8 +475,15 @@ func WalkProcAhead(pol policy.Policy) *ProcWalk {
 		return nil
 	}
 	w := &ProcWalk{withHostNet: pol.Network == policy.NetworkAll, done: make(chan struct{})}
+	// A start that can build its root from the last walk's list (guess)
+	// does not wait for this one: it walks on one thread, and leaves the
+	// other cores to the fork and the root's build.
+	helpers := procWalkers
+	if _, ok := lastWalk(w.withHostNet); ok {
+		helpers = 0
+	}
 	go func() {
-		w.out, w.err = hostOnlyProc(w.withHostNet)
+		w.out, w.err = hostOnlyProc(w.withHostNet, helpers)
 		close(w.done)
 	}()
 	return w
@@ -528,7 +535,7 @@ func (w *ProcWalk) result(withHostNet bool) ([]string, error) {
 	if !readsRootOnly() {
 		return nil, nil
 	}
-	return hostOnlyProc(withHostNet)
+	return hostOnlyProc(withHostNet, procWalkers)
 }
 
 // readOnly are the attributes of a mount nothing may change or run from.

@@ -20,11 +20,11 @@ import (
 // has some: kmsg, slabinfo...), none of the per-process directories, and
 // /proc/sys/net's only when asked.
 func TestHostOnlyProcListsRootOnlyEntries(t *testing.T) {
-	own, err := hostOnlyProc(false)
+	own, err := hostOnlyProc(false, procWalkers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostNet, err := hostOnlyProc(true)
+	hostNet, err := hostOnlyProc(true, procWalkers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +45,11 @@ func TestHostOnlyProcListsRootOnlyEntries(t *testing.T) {
 
 // The walk lists the same entries however it is spread over goroutines.
 func TestHostOnlyProcSameOnOneGoroutine(t *testing.T) {
-	spread, err := hostOnlyProc(true)
+	spread, err := hostOnlyProc(true, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(n int) { procWalkers = n }(procWalkers)
-	procWalkers = 0
-	one, err := hostOnlyProc(true)
+	one, err := hostOnlyProc(true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +108,12 @@ func TestHostOnlyProcFailsRatherThanListShort(t *testing.T) {
 	}
 	unix.Close(fill[len(fill)-1])
 	unix.Close(fill[len(fill)-2])
-	list, err := hostOnlyProc(false)
+	list, err := hostOnlyProc(false, procWalkers)
 	if err == nil || !strings.Contains(err.Error(), "walking /proc") || !errors.Is(err, unix.EMFILE) {
 		t.Fatalf("a walk out of descriptors: %v (%d entries)", err, len(list))
 	}
 	w := &ProcWalk{done: make(chan struct{})}
-	w.out, w.err = hostOnlyProc(false)
+	w.out, w.err = hostOnlyProc(false, procWalkers)
 	close(w.done)
 	if _, err := w.Result(policy.Policy{}); err == nil {
 		t.Fatal("a walk's failure is not its result's")
@@ -125,6 +123,6 @@ func TestHostOnlyProcFailsRatherThanListShort(t *testing.T) {
 // The walk is paid at every sandbox's start.
 func BenchmarkHostOnlyProc(b *testing.B) {
 	for b.Loop() {
-		_, _ = hostOnlyProc(false)
+		_, _ = hostOnlyProc(false, procWalkers)
 	}
 }
