@@ -99,7 +99,7 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 		}
 		defer gateR.Close()
 		defer gateW.Close()
-		b.guessed, b.procGuess = true, guess
+		b.procAhead = walked(job.Policy, guess) // the root hides the guess
 		guessedRuns.Add(1)
 		b.close(b.preset(gateW.Fd())) // the gate closes when this process's end does
 	}

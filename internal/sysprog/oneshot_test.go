@@ -41,6 +41,7 @@ func TestOneShotCommandWaitsForTheWalkItsRootGuessed(t *testing.T) {
 		t.Fatalf("no root-only regular file among %q", real)
 	}
 	without := slices.DeleteFunc(slices.Clone(real), func(p string) bool { return p == target })
+	t.Cleanup(func() { setLastWalk(false, real) })
 	for _, c := range []struct {
 		name    string
 		guess   []string
@@ -53,9 +54,7 @@ func TestOneShotCommandWaitsForTheWalkItsRootGuessed(t *testing.T) {
 		{"a walk that fails", real, errors.New("the walk broke"), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lastWalks.mu.Lock()
-			lastWalks.list[0], lastWalks.ok[0] = c.guess, true
-			lastWalks.mu.Unlock()
+			setLastWalk(false, c.guess)
 			// A walk still running when RunOnce builds the root: it ends a
 			// moment later, with the kernel's list (or the failure).
 			w := &ProcWalk{done: make(chan struct{})}

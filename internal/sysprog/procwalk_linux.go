@@ -28,13 +28,11 @@ import (
 // system calls) runs on the calling goroutine and up to helpers more
 // (procWalkers when a sandbox's start waits for it): 1.05 ms on 2 cores
 // against 1.17 ms on one thread and 1.33 ms through os.File
-// (BenchmarkHostOnlyProc). It fails whole when any entry cannot be read for another
-// reason than having gone away (a process's, an interrupt's): a list it
-// left short would leave root-only entries readable. The list is sorted.
-// procWalkers is how many goroutines a walk that a sandbox's start
-// waits for starts beside the caller's: one per other core.
-var procWalkers = runtime.GOMAXPROCS(0) - 1
-
+// (BenchmarkHostOnlyProc). It fails whole when any entry cannot be read
+// for another reason than having gone away (a process's, an
+// interrupt's): a list it left short would leave root-only entries
+// readable. The list is sorted, and kept as this process's last walk
+// (lastWalk).
 func hostOnlyProc(withHostNet bool, helpers int) ([]string, error) {
 	w := &procWalker{withHostNet: withHostNet, spare: make(chan struct{}, max(helpers, 0))}
 	w.dir("/proc", false)
@@ -43,33 +41,44 @@ func hostOnlyProc(withHostNet bool, helpers int) ([]string, error) {
 		return nil, fmt.Errorf("walking /proc for the entries only root may read: %w", w.err)
 	}
 	slices.Sort(w.out)
-	i := 0
-	if withHostNet {
-		i = 1
-	}
-	lastWalks.mu.Lock()
-	lastWalks.list[i], lastWalks.ok[i] = slices.Clone(w.out), true
-	lastWalks.mu.Unlock()
+	setLastWalk(withHostNet, slices.Clone(w.out))
 	return w.out, nil
 }
 
+// procWalkers is how many goroutines a walk that a sandbox's start
+// waits for starts beside the caller's: one per other core.
+var procWalkers = runtime.GOMAXPROCS(0) - 1
+
 // lastWalks are the lists hostOnlyProc last returned in this process,
-// without and with the host's network (see ProcWalk.guess).
+// without ([0]) and with ([1]) the host's network (see ProcWalk.guess).
+// A list stored here is never changed: a new walk replaces it.
 var lastWalks struct {
 	mu   sync.Mutex
 	list [2][]string
 	ok   [2]bool
 }
 
-// lastWalk is the list hostOnlyProc last returned for withHostNet, if any.
-func lastWalk(withHostNet bool) ([]string, bool) {
-	i := 0
+func walkIndex(withHostNet bool) int {
 	if withHostNet {
-		i = 1
+		return 1
 	}
+	return 0
+}
+
+func setLastWalk(withHostNet bool, list []string) {
 	lastWalks.mu.Lock()
 	defer lastWalks.mu.Unlock()
-	return slices.Clone(lastWalks.list[i]), lastWalks.ok[i]
+	i := walkIndex(withHostNet)
+	lastWalks.list[i], lastWalks.ok[i] = list, true
+}
+
+// lastWalk is the list hostOnlyProc last returned for withHostNet, if
+// any; read it only.
+func lastWalk(withHostNet bool) ([]string, bool) {
+	lastWalks.mu.Lock()
+	defer lastWalks.mu.Unlock()
+	i := walkIndex(withHostNet)
+	return lastWalks.list[i], lastWalks.ok[i]
 }
 
 // procWalker is one walk of hostOnlyProc: directories are walked by the

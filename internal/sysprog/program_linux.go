@@ -148,11 +148,6 @@ type builder struct {
 	// procAhead, when set, is the walk of /proc the root's build takes
 	// its hidden entries from (see ProcWalk.result).
 	procAhead *ProcWalk
-	// guessed: the root hides procGuess instead, an earlier walk's list,
-	// and the caller holds the command back until procAhead's own walk
-	// has said it is the same (see RunOnce).
-	guessed   bool
-	procGuess []string
 }
 
 func newBuilder() *builder {

@@ -153,11 +153,9 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 		b.pin(r, p.Write)
 	}
 	b.dev(devs, size)
-	hostOnly := b.procGuess
-	if !b.guessed {
-		if hostOnly, err = b.procAhead.result(p.Network == policy.NetworkAll); err != nil {
-			return err
-		}
+	hostOnly, err := b.procAhead.result(p.Network == policy.NetworkAll)
+	if err != nil {
+		return err
 	}
 	b.proc(proc, hostOnly)
 	b.protect(p)

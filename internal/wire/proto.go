@@ -169,19 +169,7 @@ type Conn struct {
 // NewConn wraps a SOCK_SEQPACKET socket and takes ownership of fd: Close
 // closes it. fd is made non-blocking (with every descriptor that shares
 // its open file description).
-func NewConn(fd int) *Conn {
-	_ = unix.SetNonblock(fd, true)
-	f := os.NewFile(uintptr(fd), "hutch-conn")
-	c := &Conn{f: f, buf: make([]byte, MaxRecord), oob: make([]byte, unix.CmsgSpace(8*4)), wait: unix.MSG_DONTWAIT}
-	if f.SetDeadline(time.Time{}) != nil {
-		// Not in the poller (it refused the descriptor): calls block
-		// a thread each, as they would on any blocking socket.
-		_ = unix.SetNonblock(fd, false)
-		c.wait = 0
-	}
-	c.rc, _ = f.SyscallConn() // never fails for a file just made
-	return c
-}
+func NewConn(fd int) *Conn { return newConn(fd, true) }
 
 // NewBlockingConn is NewConn for a process that does one thing at a time
 // from one locked thread (a session's runner): fd is made blocking and
@@ -189,11 +177,22 @@ func NewConn(fd int) *Conn {
 // system call. A waiting call then holds its thread, which such a process
 // holds anyway; what it saves is the poller's hand-off of a locked
 // goroutine between threads (some four context switches a call).
-func NewBlockingConn(fd int) *Conn {
-	_ = unix.SetNonblock(fd, false)
+func NewBlockingConn(fd int) *Conn { return newConn(fd, false) }
+
+// newConn wraps fd, through Go's poller when poll is set and the poller
+// takes it, else with calls that block.
+func newConn(fd int, poll bool) *Conn {
+	_ = unix.SetNonblock(fd, poll)
 	f := os.NewFile(uintptr(fd), "hutch-conn")
 	c := &Conn{f: f, buf: make([]byte, MaxRecord), oob: make([]byte, unix.CmsgSpace(8*4))}
-	c.rc, _ = f.SyscallConn()
+	if poll && f.SetDeadline(time.Time{}) == nil {
+		c.wait = unix.MSG_DONTWAIT
+	} else if poll {
+		// Not in the poller (it refused the descriptor): calls block
+		// a thread each, as they would on any blocking socket.
+		_ = unix.SetNonblock(fd, false)
+	}
+	c.rc, _ = f.SyscallConn() // never fails for a file just made
 	return c
 }
 

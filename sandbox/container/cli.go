@@ -179,9 +179,9 @@ const cliKill = cliSweep + `hutch_sweep "$1" "$2"
 
 // cliExec: $1 root, $2 dir, $3 n, then n variable names, then the
 // command. It starts in the directory, prints the header line "hutch-exec
-// PID START" on stdout and on stderr (execHeader), runs the command with exactly PATH, HOME, LANG and
-// the named variables (env -i), then sweeps what it left behind and exits
-// with its status.
+// PID START" on stdout and on stderr (execHeader), runs the command with
+// exactly PATH, HOME, LANG and the named variables (env -i), then sweeps
+// what it left behind and exits with its status.
 const cliExec = cliPrelude + cliSweep + `hutch_start() { read -r s <"/proc/$1/stat"; s=${s##*") "}; set -- $s; t0=${20}; }
 hutch_guard "$1" "$2"
 [ -e "$R" ] || hutch_fail 4 "no such file or directory"
@@ -920,31 +920,41 @@ func (h *headerWriter) Write(p []byte) (int, error) {
 	if h.done {
 		return h.rest.Write(p)
 	}
-	n := len(p)
+	if h.bad {
+		return h.hold(p)
+	}
 	i := bytes.IndexByte(p, '\n')
 	head := p
 	if i >= 0 {
 		head = p[:i]
 	}
 	line := append(h.line[:len(h.line):len(h.line)], head...)
-	if h.passBad && (!couldBeHeader(line) || i >= 0 && !headerRE().Match(line)) {
+	if h.passBad && !couldBeHeader(line) {
 		return h.pass(p)
 	}
-	if h.bad || i < 0 {
-		if len(h.line) < 4096 {
-			h.line = append(h.line, p...)
-		}
-		return n, nil
+	if i < 0 {
+		return h.hold(p)
 	}
 	if m := headerRE().FindSubmatch(line); m != nil {
 		h.done, h.line = true, nil
 		h.hdr.set(string(m[1]), string(m[2]))
 		_, _ = h.rest.Write(p[i+1:])
-		return n, nil
+		return len(p), nil
+	}
+	if h.passBad {
+		return h.pass(p)
 	}
 	h.bad = true // not a header: all of it is the error message
 	h.line = append(line, p[i:]...)
-	return n, nil
+	return len(p), nil
+}
+
+// hold keeps p, up to 4 KiB in all, while no header has come.
+func (h *headerWriter) hold(p []byte) (int, error) {
+	if len(h.line) < 4096 {
+		h.line = append(h.line, p...)
+	}
+	return len(p), nil
 }
 
 // pass ends the search for a header on a stream where none came: what
