@@ -32,8 +32,7 @@ type OneShot struct {
 	// Groups are files of control groups (a v1 tasks file, a
 	// cgroup.procs) the sandbox's PID 1 writes itself into once its
 	// namespaces and id maps are set, before it builds the root or starts
-	// anything. With groups, RunOnce returns once PID 1 has exited (out
-	// of them), so that the caller may remove them at once. The caller
+	// anything. They hold a process until Exited is called. The caller
 	// closes the files.
 	Groups []*os.File
 	// Timeout, when positive, kills the whole sandbox once it passes.
@@ -41,6 +40,20 @@ type OneShot struct {
 	// Proc, when set, is the walk of /proc for this run's root, started
 	// ahead (WalkProcAhead).
 	Proc *ProcWalk
+	// Exited, when set, is called once no process of the sandbox is
+	// left: its PID 1 has been reaped, or was never started. That is
+	// before RunOnce returns, except after a command that ended and was
+	// reported: PID 1's own exit (which waits for its namespace to empty)
+	// then comes after, and Exited is called from a goroutine of its own,
+	// so that the caller is not held up. Exactly once either way.
+	Exited func()
+}
+
+// exited calls o.Exited, if set.
+func (o OneShot) exited() {
+	if o.Exited != nil {
+		o.Exited()
+	}
 }
 
 // RunOnce runs job's command once in a fresh sandbox built from its policy
@@ -62,6 +75,13 @@ type OneShot struct {
 // that could not be built or run (ErrUnsupported, with the reason) or a
 // cancelled ctx; what the command did is in the Status.
 func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, opt OneShot) (st wire.Status, timedOut bool, err error) {
+	// Exited is called on return unless a PID 1 outlives it (handedOn).
+	handedOn := false
+	defer func() {
+		if !handedOn {
+			opt.exited()
+		}
+	}()
 	groups, timeout := opt.Groups, opt.Timeout
 	if len(job.Argv) == 0 {
 		return st, false, fmt.Errorf("%w: no command", sandbox.ErrConfig)
@@ -230,19 +250,18 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	}
 	var ws unix.WaitStatus
 	var werr error
-	switch {
-	case readErr == nil && len(groups) == 0:
+	retry := readErr == nil && rec.Kind == recSetup && int(rec.Op) == gateOp && walkErr == nil && again
+	if readErr == nil && !retry {
 		// PID 1 has killed everything else and reported; its own exit
 		// (which also waits for its namespace to empty) need not hold
 		// the caller up.
-		go func() { _, _ = reap() }()
-	case readErr == nil:
-		// The caller removes the groups next, which it can once PID 1
-		// has left them: at its exit, which wait4 sees at once, where
-		// the caller's retries of rmdir would see it late.
-		_, _ = reap()
-	default:
-		ws, werr = reap()
+		handedOn = true
+		go func() {
+			_, _ = reap()
+			opt.exited()
+		}()
+	} else {
+		ws, werr = reap() // a retry, too, starts once this PID 1 is gone
 	}
 	switch {
 	case killed.Load() && readErr != nil:
@@ -256,8 +275,11 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 		return st, false, fmt.Errorf("%w: the sandbox ended without a status: %v", sandbox.ErrClosed, readErr)
 	case rec.Kind == recSetup && int(rec.Op) == gateOp && walkErr != nil:
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, walkErr)
-	case rec.Kind == recSetup && int(rec.Op) == gateOp && again:
-		return RunOnce(ctx, job, stdin, stdout, stderr, opt) // the walk has ended: no guess now
+	case retry:
+		// The walk has ended: the new run has no guess to make, and calls
+		// Exited itself.
+		handedOn = true
+		return RunOnce(ctx, job, stdin, stdout, stderr, opt)
 	case rec.Kind == recSetup:
 		if rec.Op < 0 {
 			return st, false, fmt.Errorf("%w: starting the command: %v", sandbox.ErrUnsupported, syscall.Errno(rec.Errno))

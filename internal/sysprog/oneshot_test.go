@@ -105,7 +105,71 @@ func runOneShot(t *testing.T, w *ProcWalk, script string) (string, wire.Status, 
 	go func() { b, _ := io.ReadAll(outR); done <- b }()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, _, err := RunOnce(ctx, job, null, outW, outW, OneShot{Proc: w, Timeout: 15 * time.Second})
+	exited, once := exitedOnce(t)
+	st, _, err := RunOnce(ctx, job, null, outW, outW, OneShot{Proc: w, Timeout: 15 * time.Second, Exited: exited})
 	outW.Close()
+	once()
 	return string(<-done), st, err
+}
+
+// exitedOnce returns an OneShot.Exited, and a check that fails the test
+// unless it was called exactly once within 10 s.
+func exitedOnce(t *testing.T) (exited func(), check func()) {
+	calls := make(chan struct{}, 2)
+	return func() { calls <- struct{}{} }, func() {
+		t.Helper()
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Exited was not called within 10 s")
+		}
+		select {
+		case <-calls:
+			t.Fatal("Exited was called twice")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// RunOnce calls Exited exactly once however the run ends: a command that
+// exits, one killed by the timeout, one whose ctx is cancelled, and a
+// sandbox never started.
+func TestOneShotExitedOnceWhateverTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	pol, err := policy.Default().Extend(policy.Policy{Dir: dir, Read: []string{dir}}).Normalize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for _, c := range []struct {
+		name    string
+		argv    []string
+		timeout time.Duration
+		cancel  time.Duration // cancel ctx this long after the start
+		wantErr bool
+	}{
+		{"exit 3", []string{"/bin/sh", "-c", "exit 3"}, 0, 0, false},
+		{"killed by the timeout", []string{"/bin/sleep", "30"}, 300 * time.Millisecond, 0, false},
+		{"ctx cancelled", []string{"/bin/sleep", "30"}, 0, 300 * time.Millisecond, true},
+		{"never started", nil, 0, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			job := wire.Job{Policy: pol, Dir: dir, HostUID: os.Getuid(), HostGID: os.Getgid(), Argv: c.argv, Env: []string{"PATH=/usr/bin:/bin"}}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if c.cancel > 0 {
+				time.AfterFunc(c.cancel, cancel)
+			}
+			exited, once := exitedOnce(t)
+			_, _, err := RunOnce(ctx, job, null, null, null, OneShot{Timeout: c.timeout, Exited: exited})
+			if (err != nil) != c.wantErr {
+				t.Fatalf("RunOnce: %v", err)
+			}
+			once()
+		})
+	}
 }

@@ -32,7 +32,10 @@ import (
 )
 
 // Run executes cmd once in a fresh sandbox built from pol, and tears the
-// sandbox down. pol is normalized against the current directory (relative
+// sandbox down: it returns once the command has ended and every process
+// it started is killed; the rest of the teardown (the sandbox's PID 1
+// exits, its control groups are removed) goes on in the background, and
+// Drain waits for it. pol is normalized against the current directory (relative
 // paths) first. cmd.Timeout, when set, overrides pol.Timeout; cmd.Dir, when
 // set, overrides pol.Dir; cmd.Env adds to the policy's environment.
 //
@@ -57,7 +60,9 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	defer sb.Close()
+	// The command's end is the result; the session's (its init's exit,
+	// its groups' removal) goes on in the background (see Drain).
+	defer inBackground(func() { _ = sb.Close() })
 	// The init runs the command itself (no runner to start) only when no
 	// rlimit is needed: rlimits are per process, and the init's own would
 	// bind it, and its supervisor, too.
@@ -96,7 +101,19 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	defer cg.remove()
+	// The groups go once PID 1 has left them (OneShot.Exited), which may
+	// be after this returns (see Drain).
+	var exited chan struct{} // made when PID 1 is started
+	defer func() {
+		if exited == nil || cg == nil {
+			cg.remove()
+			return
+		}
+		inBackground(func() {
+			<-exited
+			cg.remove()
+		})
+	}()
 	// PID 1 joins the commands' group itself (cgroup.selfJoin): the
 	// command starts there, with no group of its own to join.
 	var groups []*os.File
@@ -111,7 +128,9 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 	return runCommand(ctx, cmd, pol, baseEnv(pol), limits, func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
 		j := job
 		j.Argv, j.Env = spec.Argv, spec.Env
-		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], helper.OneShot{Groups: groups, Timeout: timeout, Proc: proc})
+		exited = make(chan struct{})
+		opt := helper.OneShot{Groups: groups, Timeout: timeout, Proc: proc, Exited: func() { close(exited) }}
+		st, timedOut, err := helper.RunOnce(ctx, j, files[0], files[1], files[2], opt)
 		if errors.Is(err, sandbox.ErrUnsupported) {
 			if serr := Supported(); serr != nil {
 				err = serr
