@@ -97,6 +97,7 @@ func needsSupervisor(pol policy.Policy) (bool, error) {
 func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.Result, error) {
 	// The walk of /proc the root needs goes on while the groups are made.
 	proc := helper.WalkProcAhead(pol)
+	oneShotStarted()
 	pol, job, cg, err := prepare(pol)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -112,6 +113,7 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 		inBackground(func() {
 			<-exited
 			cg.remove()
+			makeSpare(job.Policy.Limits)
 		})
 	}()
 	// PID 1 joins the commands' group itself (cgroup.selfJoin): the
@@ -207,7 +209,7 @@ func prepare(pol policy.Policy) (policy.Policy, wire.Job, *cgroup, error) {
 	l := job.Policy.Limits
 	// Memory and process limits go to control groups where hutch may
 	// create them; elsewhere the exec helper falls back to rlimits.
-	cg, cgErr := newCgroup(l)
+	cg, cgErr := takeCgroup(l)
 	if cg != nil {
 		job.MemoryByCgroup, job.PidsByCgroup = cg.memory, cg.pids
 	}

@@ -41,12 +41,23 @@ func inBackground(f func()) {
 
 // Drain waits until no sandbox that Run returned from is still being
 // torn down: every such sandbox's PID 1 (or init) has exited and its
-// control groups are removed. A program about to exit calls it after its
-// last Run, so that no empty group is left behind (the next sandbox to
-// start on the host would remove it, as it does a killed hutch's). It
-// returns ctx's error if ctx ends first; the teardowns then go on.
-// Sessions (New) are torn down by Close, which Drain does not wait for.
+// control groups are removed. Then it removes the groups made ahead for
+// a next one-shot (see spare.go). A program about to exit calls it after
+// its last Run, so that no empty group is left behind (a later sandbox
+// made below the same group would remove it, as it does a killed
+// hutch's). It returns ctx's error if ctx ends first; the teardowns then
+// go on. Sessions (New) are torn down by Close, which Drain does not
+// wait for.
 func Drain(ctx context.Context) error {
+	if err := waitTeardowns(ctx); err != nil {
+		return err
+	}
+	removeSpare()
+	return nil
+}
+
+// waitTeardowns is Drain's wait.
+func waitTeardowns(ctx context.Context) error {
 	teardowns.mu.Lock()
 	if teardowns.n == 0 {
 		teardowns.mu.Unlock()
