@@ -2,7 +2,6 @@ package boundary
 
 import (
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -39,7 +38,7 @@ const (
 func SandboxQuotas() wire.Quotas {
 	q := wire.Quotas{Sysctls: map[string]int64{}}
 	for _, name := range QuotaSysctls {
-		b, err := os.ReadFile("/proc/sys/user/" + name)
+		b, err := ReadKernelFile("/proc/sys/user/" + name)
 		if err != nil {
 			continue
 		}
@@ -63,7 +62,7 @@ func SandboxQuotas() wire.Quotas {
 	// The kernel's own default for pending signals is the system's
 	// thread limit; an unlimited one here gets a quarter of that.
 	threads := uint64(defaultThreads)
-	if b, err := os.ReadFile("/proc/sys/kernel/threads-max"); err == nil {
+	if b, err := ReadKernelFile("/proc/sys/kernel/threads-max"); err == nil {
 		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
 			threads = n
 		}

@@ -2,9 +2,10 @@ package sysprog
 
 import (
 	"bytes"
-	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/internal/boundary"
 )
 
 // The OOM killer's choice.
@@ -51,7 +52,7 @@ type oomScore struct {
 // will start. Without /proc or the file, commands start with this
 // process's score, as they would have without it.
 func PrepareCommandOOM() {
-	orig, err := os.ReadFile(oomScoreFile)
+	orig, err := boundary.ReadKernelFile(oomScoreFile)
 	if err != nil {
 		return
 	}
@@ -81,7 +82,7 @@ func (o oomScore) write(b []byte) {
 // hides /proc (or /proc/self) leaves the slot at -1, no descriptor, so the
 // writes fail harmlessly and the command keeps PID 1's score.
 func oomOps(b *builder, x *oneShotExec) {
-	orig, err := os.ReadFile(oomScoreFile)
+	orig, err := boundary.ReadKernelFile(oomScoreFile)
 	if err != nil {
 		return
 	}

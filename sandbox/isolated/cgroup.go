@@ -65,7 +65,7 @@ func newCgroup(l policy.Limits) (*cgroup, error) {
 	}
 	name := groupName()
 	cg := &cgroup{dirs: map[string]string{}}
-	if ctrl, err := os.ReadFile(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil &&
+	if ctrl, err := boundary.ReadKernelFile(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil &&
 		strings.Contains(string(ctrl), "memory") && strings.Contains(string(ctrl), "pids") {
 		cg.v2 = true
 		parent := filepath.Join(cgroupRoot, ownCgroup(""))
@@ -105,7 +105,7 @@ func newCgroup(l policy.Limits) (*cgroup, error) {
 // within whatever limits the host set for hutch (a container's, a
 // systemd unit's).
 func ownCgroup(controller string) string {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	b, err := boundary.ReadKernelFile("/proc/self/cgroup")
 	if err != nil {
 		return "/"
 	}
@@ -132,7 +132,7 @@ func cgroupIn(listing []byte, controller string) (string, bool) {
 
 func (cg *cgroup) limit(l policy.Limits) error {
 	write := func(ctrl, file, v string) error {
-		return os.WriteFile(filepath.Join(cg.dirs[ctrl], file), []byte(v), 0o644)
+		return boundary.WriteKernelFile(filepath.Join(cg.dirs[ctrl], file), []byte(v))
 	}
 	if dir := cg.dirs["memory"]; dir != "" && l.Memory > 0 {
 		mem := strconv.FormatInt(int64(l.Memory), 10)
@@ -192,7 +192,7 @@ func (cg *cgroup) add(pid int) error {
 		if cg.v2 && cg.pids {
 			dir = filepath.Join(dir, hutchGroup) // memory and pids share v2's directory
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		if err := boundary.WriteKernelFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid))); err != nil {
 			return fmt.Errorf("joining cgroup %s: %w", dir, err)
 		}
 	}
@@ -281,7 +281,7 @@ func (cg *cgroup) visitThread(start func() error, done chan<- visitResult) {
 // groups (into, one a controller) and of its way back (back: the groups
 // it is in now, as /proc/thread-self/cgroup names them).
 func (cg *cgroup) visitFiles() (into, back []*os.File, err error) {
-	own, err := os.ReadFile("/proc/thread-self/cgroup")
+	own, err := boundary.ReadKernelFile("/proc/thread-self/cgroup")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -352,7 +352,7 @@ func (cg *cgroup) selfJoin() ([]*os.File, error) {
 	}
 	if cg.pids {
 		cmd := filepath.Join(cg.dirs["pids"], cmdGroup)
-		if err := os.WriteFile(filepath.Join(cmd, "pids.max"), []byte(strconv.Itoa(min(cg.procs+1, 1<<22))), 0o644); err != nil {
+		if err := boundary.WriteKernelFile(filepath.Join(cmd, "pids.max"), []byte(strconv.Itoa(min(cg.procs+1, 1<<22)))); err != nil {
 			return nil, fmt.Errorf("making room for PID 1 in %s: %w", cmd, err)
 		}
 	}
@@ -456,7 +456,7 @@ func (cg *cgroup) remove() {
 func removeDir(dir string, patience time.Duration) {
 	deadline := time.Now().Add(patience)
 	for pause := 200 * time.Microsecond; ; pause = min(2*pause, 10*time.Millisecond) {
-		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+		if err := unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) || time.Now().After(deadline) {
 			return
 		}
 		time.Sleep(pause)
