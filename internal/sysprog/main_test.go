@@ -11,5 +11,14 @@ import (
 // (testenv.RegisterProgram).
 func TestMain(m *testing.M) {
 	testenv.RunProgram()
-	os.Exit(m.Run())
+	// The tests' walks, and the lists they set as the last walk, stay
+	// out of the host's /run/hutch.
+	dir, err := os.MkdirTemp("", "hutch-walk-")
+	if err != nil {
+		panic(err)
+	}
+	walkDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }

@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/internal/boundary"
 )
 
 // hostOnlyProc lists, from the running kernel's /proc, every entry outside
@@ -49,13 +54,69 @@ func hostOnlyProc(withHostNet bool, helpers int) ([]string, error) {
 // waits for starts beside the caller's: one per other core.
 var procWalkers = runtime.GOMAXPROCS(0) - 1
 
-// lastWalks are the lists hostOnlyProc last returned in this process,
-// without ([0]) and with ([1]) the host's network (see ProcWalk.guess).
-// A list stored here is never changed: a new walk replaces it.
+// lastWalks are the lists hostOnlyProc last returned, without ([0]) and
+// with ([1]) the host's network (see ProcWalk.guess): in this process,
+// or else in an earlier one (walkFile). A list stored here is never
+// changed: a new walk replaces it.
 var lastWalks struct {
-	mu   sync.Mutex
-	list [2][]string
-	ok   [2]bool
+	mu     sync.Mutex
+	list   [2][]string
+	ok     [2]bool
+	read   [2]bool     // walkFile was read
+	onDisk [2][]string // what walkFile holds, as far as this process knows
+}
+
+// walkDir holds, between processes, the list of the last walk (walkFile):
+// a fresh process's first sandbox (hutch run) then builds its root from
+// it while its own walk runs, as a later sandbox of a process does from
+// the process's own last walk. It is only ever a guess, which RunOnce's
+// gate checks against the walk: a list that is stale, torn or tampered
+// with costs a second PID 1, never a mask. Only root walks, and only
+// root may write here; /run is emptied at boot, with the kernel whose
+// entries it lists.
+var walkDir = "/run/hutch"
+
+func walkFile(i int) string { return filepath.Join(walkDir, fmt.Sprintf("proc-walk-%d", i)) }
+
+// storeWalk writes list to walkFile(i) whole (a new file renamed over
+// it), when it is not what the file holds already. Best effort: a walk
+// that cannot be kept is only a slower start for the next process.
+func storeWalk(i int, list []string) {
+	if slices.Equal(lastWalks.onDisk[i], list) && lastWalks.read[i] {
+		return
+	}
+	if err := os.MkdirAll(walkDir, 0o700); err != nil {
+		return
+	}
+	f, err := os.CreateTemp(walkDir, ".proc-walk-*")
+	if err != nil {
+		return
+	}
+	_, werr := f.WriteString(strings.Join(list, "\n") + "\n")
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), walkFile(i)) != nil {
+		_ = os.Remove(f.Name())
+		return
+	}
+	lastWalks.onDisk[i], lastWalks.read[i] = list, true
+}
+
+// loadWalk reads walkFile(i): the list it holds, when it is one a walk
+// could have returned (sorted absolute paths below /proc, no two alike).
+func loadWalk(i int) ([]string, bool) {
+	b, err := boundary.ReadKernelFile(walkFile(i))
+	if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
+		return nil, false
+	}
+	list := strings.Split(string(b[:len(b)-1]), "\n")
+	if len(b) == 1 {
+		list = []string{} // an empty walk
+	}
+	for k, p := range list {
+		if !strings.HasPrefix(p, "/proc/") || path.Clean(p) != p || strings.ContainsRune(p, 0) || k > 0 && list[k-1] >= p {
+			return nil, false
+		}
+	}
+	return list, true
 }
 
 func walkIndex(withHostNet bool) int {
@@ -70,14 +131,22 @@ func setLastWalk(withHostNet bool, list []string) {
 	defer lastWalks.mu.Unlock()
 	i := walkIndex(withHostNet)
 	lastWalks.list[i], lastWalks.ok[i] = list, true
+	storeWalk(i, list)
 }
 
-// lastWalk is the list hostOnlyProc last returned for withHostNet, if
-// any; read it only.
+// lastWalk is the list hostOnlyProc last returned for withHostNet, in
+// this process or else in an earlier one (walkFile), if any; read it
+// only.
 func lastWalk(withHostNet bool) ([]string, bool) {
 	lastWalks.mu.Lock()
 	defer lastWalks.mu.Unlock()
 	i := walkIndex(withHostNet)
+	if !lastWalks.ok[i] && !lastWalks.read[i] {
+		lastWalks.read[i] = true
+		if list, ok := loadWalk(i); ok {
+			lastWalks.list[i], lastWalks.ok[i], lastWalks.onDisk[i] = list, true, list
+		}
+	}
 	return lastWalks.list[i], lastWalks.ok[i]
 }
 
