@@ -265,7 +265,7 @@ func readRunnerState() (runnerState, error) {
 	}
 	st.ioprio = prio
 	for _, f := range []string{"/proc/self/oom_score_adj", "/proc/self/autogroup"} {
-		b, err := os.ReadFile(f)
+		b, err := boundary.ReadKernelFile(f)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return st, err
 		}
