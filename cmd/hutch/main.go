@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -36,6 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/helper"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
 )
 
 // Exit statuses hutch itself uses.
@@ -52,6 +54,10 @@ func main() {
 	helper.Main() // the isolated tier's helpers are this binary
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// drainPatience bounds how long hutch waits, before it exits, for the
+// teardowns of its isolated one-shots (isolated.Drain).
+const drainPatience = 5 * time.Second
 
 // commands are hutch's subcommands by name, each built only when needed.
 var commands = []struct {
@@ -102,6 +108,13 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	err := root.ExecuteContext(ctx)
+	// hutch exits next: the isolated one-shots' teardowns (run, run_code
+	// under mcp, code install) end first, so that no empty control group
+	// is left behind; a stop signal does not cut them short (they take
+	// milliseconds), a teardown stuck for seconds does.
+	drainCtx, cancel := context.WithTimeout(context.Background(), drainPatience)
+	_ = isolated.Drain(drainCtx)
+	cancel()
 	var ee exitError
 	switch {
 	case err == nil:

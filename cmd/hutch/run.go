@@ -123,11 +123,7 @@ func runIsolated(c *cobra.Command, f runFlags, cmd sandbox.Command) (sandbox.Res
 	if !c.Flags().Changed("timeout") {
 		cmd.Timeout = 0 // the policy's
 	}
-	res, err := isolated.Run(c.Context(), pol, cmd)
-	// hutch exits next: the sandbox's teardown ends first, so that no
-	// empty control group is left behind.
-	_ = isolated.Drain(c.Context())
-	return res, err
+	return isolated.Run(c.Context(), pol, cmd)
 }
 
 // runOpened runs cmd in a sandbox of the local or virtual tier (or says
