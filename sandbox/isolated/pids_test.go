@@ -159,9 +159,16 @@ func pidsDirs(t *testing.T) map[string]bool {
 }
 
 // leakedGroups are groups made since before that are still there and
-// empty (another process's live sandbox has processes in them).
+// empty (another process's live sandbox has processes in them), once
+// the one-shots' teardowns are done and the groups made ahead for a next
+// one removed (isolated.Drain).
 func leakedGroups(t *testing.T, before map[string]bool) []string {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	if err := isolated.Drain(ctx); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
 	time.Sleep(1500 * time.Millisecond)
 	var leaked []string
 	for name := range pidsDirs(t) {
