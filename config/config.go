@@ -25,11 +25,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/cfgerr"
 	"github.com/hutchsandbox/hutch/permission"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox/container"
+	"github.com/hutchsandbox/hutch/sandbox/isolated"
 	"github.com/hutchsandbox/hutch/tier"
 	"github.com/hutchsandbox/hutch/tool"
 )
@@ -207,16 +209,32 @@ func New(ctx context.Context, s Settings) (_ *Built, err error) {
 			return nil, err
 		}
 		b.Notes = append(b.Notes, notes...)
+		// run_code's isolated one-shots end their teardown in the
+		// background: Close waits for it (isolated.Drain).
+		b.onClose(drainOneShots)
 	}
 	return b, nil
+}
+
+// drainPatience bounds how long Close waits for the teardowns of
+// run_code's isolated one-shots.
+const drainPatience = 5 * time.Second
+
+// drainOneShots waits, at most drainPatience, until the isolated
+// one-shots' teardowns are done and the groups made ahead removed.
+func drainOneShots() error {
+	ctx, cancel := context.WithTimeout(context.Background(), drainPatience)
+	defer cancel()
+	return isolated.Drain(ctx)
 }
 
 // onClose adds a release step, run by Close before the ones added earlier.
 func (b *Built) onClose(f func() error) { b.closers = append(b.closers, f) }
 
 // Close releases what New opened, the last opened first (the sandbox
-// before the audit log), and returns their errors joined. Calls after the
-// first do nothing.
+// before the audit log), and returns their errors joined; with run_code,
+// it first waits (a few seconds at most) for its isolated one-shots to be
+// torn down (isolated.Drain). Calls after the first do nothing.
 func (b *Built) Close() error {
 	var errs []error
 	for _, f := range slices.Backward(b.closers) {
