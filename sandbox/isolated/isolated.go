@@ -32,12 +32,14 @@ import (
 )
 
 // Run executes cmd once in a fresh sandbox built from pol, and tears the
-// sandbox down: it returns once the command has ended and every process
-// it started is killed; the rest of the teardown (the sandbox's PID 1
-// exits, its control groups are removed) goes on in the background, and
-// Drain waits for it. pol is normalized against the current directory (relative
-// paths) first. cmd.Timeout, when set, overrides pol.Timeout; cmd.Dir, when
-// set, overrides pol.Dir; cmd.Env adds to the policy's environment.
+// sandbox down. pol is normalized against the current directory (relative
+// paths) first. cmd.Timeout, when set, overrides pol.Timeout; cmd.Dir,
+// when set, overrides pol.Dir; cmd.Env adds to the policy's environment.
+//
+// Run returns once the command has ended and every process it started is
+// killed. The rest of the teardown (the sandbox's PID 1 exits, its
+// control groups are removed) goes on in the background: call Drain
+// before the program exits, or empty groups are left behind.
 //
 // err is non-nil when the sandbox could not be built (configuration, an
 // unsupported host) — nothing ran then. What the command did is in the
