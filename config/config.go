@@ -211,18 +211,20 @@ func New(ctx context.Context, s Settings) (_ *Built, err error) {
 		b.Notes = append(b.Notes, notes...)
 		// run_code's isolated one-shots end their teardown in the
 		// background: Close waits for it (isolated.Drain).
-		b.onClose(drainOneShots)
+		b.onClose(DrainOneShots)
 	}
 	return b, nil
 }
 
-// drainPatience bounds how long Close waits for the teardowns of
-// run_code's isolated one-shots.
+// drainPatience bounds how long DrainOneShots waits.
 const drainPatience = 5 * time.Second
 
-// drainOneShots waits, at most drainPatience, until the isolated
-// one-shots' teardowns are done and the groups made ahead removed.
-func drainOneShots() error {
+// DrainOneShots waits, five seconds at most, until the isolated
+// one-shots this process ran are torn down and the groups made ahead for
+// later ones removed (isolated.Drain): what a front end does before it
+// exits, and Close with run_code. A teardown stuck longer is left (its
+// groups for a later sandbox's sweep), with the deadline's error.
+func DrainOneShots() error {
 	ctx, cancel := context.WithTimeout(context.Background(), drainPatience)
 	defer cancel()
 	return isolated.Drain(ctx)

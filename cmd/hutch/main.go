@@ -29,15 +29,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/config"
 	"github.com/hutchsandbox/hutch/helper"
-	"github.com/hutchsandbox/hutch/sandbox/isolated"
 )
 
 // Exit statuses hutch itself uses.
@@ -54,10 +53,6 @@ func main() {
 	helper.Main() // the isolated tier's helpers are this binary
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
-
-// drainPatience bounds how long hutch waits, before it exits, for the
-// teardowns of its isolated one-shots (isolated.Drain).
-const drainPatience = 5 * time.Second
 
 // commands are hutch's subcommands by name, each built only when needed.
 var commands = []struct {
@@ -112,9 +107,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// under mcp, code install) end first, so that no empty control group
 	// is left behind; a stop signal does not cut them short (they take
 	// milliseconds), a teardown stuck for seconds does.
-	drainCtx, cancel := context.WithTimeout(context.Background(), drainPatience)
-	_ = isolated.Drain(drainCtx)
-	cancel()
+	_ = config.DrainOneShots()
 	var ee exitError
 	switch {
 	case err == nil:

@@ -250,7 +250,10 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	}
 	var ws unix.WaitStatus
 	var werr error
-	retry := readErr == nil && rec.Kind == recSetup && int(rec.Op) == gateOp && walkErr == nil && again
+	// PID 1 stopped at the gate: sent away by a failed walk or a wrong
+	// guess (again).
+	atGate := readErr == nil && rec.Kind == recSetup && int(rec.Op) == gateOp
+	retry := atGate && again
 	if readErr == nil && !retry {
 		// PID 1 has killed everything else and reported; its own exit
 		// (which also waits for its namespace to empty) need not hold
@@ -273,7 +276,7 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 			return st, false, fmt.Errorf("%w: the sandbox's PID 1 was killed by %s before the command ended", sandbox.ErrClosed, unix.SignalName(ws.Signal()))
 		}
 		return st, false, fmt.Errorf("%w: the sandbox ended without a status: %v", sandbox.ErrClosed, readErr)
-	case rec.Kind == recSetup && int(rec.Op) == gateOp && walkErr != nil:
+	case atGate && walkErr != nil:
 		return st, false, fmt.Errorf("%w: building the sandbox: %v", sandbox.ErrUnsupported, walkErr)
 	case retry:
 		// The walk has ended: the new run has no guess to make, and calls

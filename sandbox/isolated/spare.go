@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -62,14 +63,16 @@ func takeCgroup(l policy.Limits) (*cgroup, error) {
 }
 
 // belowOwn reports whether each of cg's groups is right below the group
-// this process is in now, for its controller.
+// this process is in now, for its controller (as ownCgroup names it).
 func (cg *cgroup) belowOwn() bool {
+	listing, _ := boundary.ReadKernelFile("/proc/self/cgroup")
 	for ctrl, dir := range cg.dirs {
-		parent := filepath.Join(cgroupRoot, ownCgroup(""))
-		if !cg.v2 {
-			parent = filepath.Join(cgroupRoot, ctrl, ownCgroup(ctrl))
+		c, root := ctrl, filepath.Join(cgroupRoot, ctrl)
+		if cg.v2 {
+			c, root = "", cgroupRoot // one hierarchy for both
 		}
-		if filepath.Dir(dir) != parent {
+		own, _ := cgroupIn(listing, c)
+		if filepath.Dir(dir) != filepath.Join(root, own) {
 			return false
 		}
 	}

@@ -3,10 +3,10 @@ package isolated
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -16,18 +16,8 @@ import (
 // limits takes them, one with other limits does not, and Drain removes
 // them.
 func TestOneShotsAfterTheFirstTakeGroupsMadeAhead(t *testing.T) {
-	if os.Getuid() != 0 {
-		testenv.Missing(t, "root (control groups for a sandbox's limits)")
-	}
 	pol := policy.Default()
-	if _, _, cg, err := prepare(pol); err != nil || cg == nil {
-		if err != nil {
-			t.Fatal(err)
-		}
-		testenv.Missing(t, "memory or pids control groups for hutch: the policy's limits get none here")
-	} else {
-		cg.remove()
-	}
+	groupsFor(t, pol)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := Drain(ctx); err != nil {
@@ -88,5 +78,51 @@ func TestOneShotsAfterTheFirstTakeGroupsMadeAhead(t *testing.T) {
 	}
 	if spare() != nil || exists(second) {
 		t.Fatalf("Drain left the groups made ahead: %v", second.dirs)
+	}
+}
+
+// Groups made ahead below a group hutch is no longer in (it was moved
+// since) are never taken: they would not be bound by the host's limits
+// for hutch. They are removed, and new groups made.
+func TestGroupsMadeAheadBelowAnotherGroupAreNotTaken(t *testing.T) {
+	pol := policy.Default()
+	dirs := groupsFor(t, pol)
+	elsewhere := &cgroup{dirs: map[string]string{}}
+	for ctrl := range dirs {
+		// A plain directory stands for the old parent's group.
+		dir := filepath.Join(t.TempDir(), "hutch-moved")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		elsewhere.dirs[ctrl] = dir
+	}
+	if elsewhere.belowOwn() {
+		t.Fatalf("%v counts as below this process's groups", elsewhere.dirs)
+	}
+	l := pol.Limits.Enforced()
+	spares.mu.Lock()
+	saved, savedKey := spares.group, spares.key
+	spares.group, spares.key = elsewhere, keyOf(l)
+	spares.mu.Unlock()
+	t.Cleanup(func() {
+		spares.mu.Lock()
+		spares.group, spares.key = saved, savedKey
+		spares.mu.Unlock()
+	})
+	cg, err := takeCgroup(l)
+	if err != nil || cg == nil {
+		t.Fatalf("takeCgroup: %v, %v", cg, err)
+	}
+	defer cg.remove()
+	if cg == elsewhere {
+		t.Fatal("groups below another group were taken")
+	}
+	if !cg.belowOwn() {
+		t.Fatalf("the new groups %v are not below this process's", cg.dirs)
+	}
+	for _, dir := range elsewhere.dirs {
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s was not removed", dir)
+		}
 	}
 }

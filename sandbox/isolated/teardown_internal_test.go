@@ -43,14 +43,14 @@ func TestDrainWaitsForTheTeardownsInBackground(t *testing.T) {
 	}
 }
 
-// Run returns once the command has ended; its sandbox's control groups
-// go when the sandbox's PID 1 has exited, after that. Once Drain
-// returns, none of them is left.
-func TestRunLeavesNoGroupOnceDrained(t *testing.T) {
+// groupsFor is where this host makes the control groups of pol's limits
+// (controller -> directory, removed again at once); the test goes no
+// further where it makes none.
+func groupsFor(t *testing.T, pol policy.Policy) map[string]string {
+	t.Helper()
 	if os.Getuid() != 0 {
 		testenv.Missing(t, "root (control groups for a sandbox's limits)")
 	}
-	pol := policy.Default()
 	_, _, cg, err := prepare(pol)
 	if err != nil {
 		t.Fatal(err)
@@ -58,11 +58,19 @@ func TestRunLeavesNoGroupOnceDrained(t *testing.T) {
 	if cg == nil {
 		testenv.Missing(t, "memory or pids control groups for hutch: the policy's limits get none here")
 	}
+	cg.remove()
+	return cg.dirs
+}
+
+// Run returns once the command has ended; its sandbox's control groups
+// go when the sandbox's PID 1 has exited, after that. Once Drain
+// returns, none of them is left.
+func TestRunLeavesNoGroupOnceDrained(t *testing.T) {
+	pol := policy.Default()
 	var parents []string
-	for _, dir := range cg.dirs {
+	for _, dir := range groupsFor(t, pol) {
 		parents = append(parents, filepath.Dir(dir))
 	}
-	cg.remove()
 	prefix := groupName()
 	prefix = prefix[:strings.LastIndexByte(prefix, '-')+1] // this process's groups
 	ours := func() map[string]bool {
