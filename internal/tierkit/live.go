@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -215,21 +216,25 @@ type Pipes struct {
 // NewPipes makes the pipes and starts the copies. wrap, when set, is put
 // in front of stdout's (stream 1) and stderr's (stream 2) buffer and live
 // writer (a tier that reads a header of its own off the streams).
+//
+// The command's ends are blocking and never enter Go's poller: they are
+// only handed on. Without stdin to feed, its pipe's write end is closed
+// at once (the command reads end-of-file), with no goroutine.
 func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrap func(stream int, w io.Writer) io.Writer) (*Pipes, error) {
 	p := &Pipes{}
 	for i := range p.Child {
-		r, w, err := os.Pipe()
+		child, parent, err := pipe(i == 0)
 		if err != nil {
 			p.Close()
 			return nil, err
 		}
-		if i == 0 {
-			p.Child[i], p.parent[i] = r, w
-		} else {
-			p.Child[i], p.parent[i] = w, r
-		}
+		p.Child[i], p.parent[i] = child, parent
 	}
-	go FeedStdin(p.parent[0], cmd.Stdin)
+	if cmd.Stdin != nil {
+		go FeedStdin(p.parent[0], cmd.Stdin)
+	} else {
+		p.parent[0].Close()
+	}
 	p.live = NewLives(cmd)
 	sinks := [2]io.Writer{stdout.Tee(p.live[0]), stderr.Tee(p.live[1])}
 	if wrap != nil {
@@ -239,7 +244,11 @@ func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrap func(stream 
 		p.copied.Add(1)
 		go func() {
 			defer p.copied.Done()
-			if _, err := io.Copy(sink, p.parent[i+1]); err != nil {
+			buf := copyBufs.Get().(*[copyBufSize]byte)
+			defer copyBufs.Put(buf)
+			// Wrapped, so that io.CopyBuffer uses buf rather than a
+			// buffer of its own each time (os.File's WriteTo).
+			if _, err := io.CopyBuffer(struct{ io.Writer }{sink}, struct{ io.Reader }{p.parent[i+1]}, buf[:]); err != nil {
 				// The live writer failed (or the read end was cut):
 				// close it, so the command gets EPIPE (SIGPIPE) on its
 				// next write, as on a closed pipe, rather than block.
@@ -251,6 +260,34 @@ func NewPipes(cmd sandbox.Command, stdout, stderr *TailBuffer, wrap func(stream 
 		}()
 	}
 	return p, nil
+}
+
+// copyBufSize is the size of the buffers the output copies read into:
+// half a pipe's default capacity.
+const copyBufSize = 32 << 10
+
+// copyBufs are the output copies' buffers, reused from one command to the
+// next.
+var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
+
+// pipe makes one pipe of a command's: child is the command's end (the
+// read end when childReads), blocking and outside the poller; parent is
+// this process's end, in the poller. Both are close-on-exec.
+func pipe(childReads bool) (child, parent *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	c, p := fds[1], fds[0]
+	if childReads {
+		c, p = fds[0], fds[1]
+	}
+	if err := unix.SetNonblock(p, true); err != nil {
+		unix.Close(c)
+		unix.Close(p)
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(c), "|0"), os.NewFile(uintptr(p), "|1"), nil
 }
 
 // Refused reports whether a live writer failed, so that the command's

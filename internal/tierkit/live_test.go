@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // syncBuffer is a bytes.Buffer safe for the forwarder and the test.
@@ -256,5 +258,81 @@ func TestPipesCompleteAtEnded(t *testing.T) {
 	}
 	if got := stdout.Bytes(); string(got) != string(want) {
 		t.Fatalf("captured %d bytes, want %d", len(got), len(want))
+	}
+}
+
+// The command's ends of its streams are blocking from the start, however
+// a tier hands them on: a command that inherits a non-blocking stdin or
+// stdout gets EAGAIN where it expects to wait. Its stdin carries
+// Command.Stdin, or ends at once without one.
+func TestPipesGiveTheCommandBlockingEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdin *strings.Reader
+		want  string
+	}{
+		{"no stdin", nil, "in:\n"},
+		{"stdin", strings.NewReader("abc"), "in:abc\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := sandbox.Command{}
+			if tc.stdin != nil {
+				cmd.Stdin = tc.stdin
+			}
+			stdout, stderr := &tierkit.TailBuffer{}, &tierkit.TailBuffer{}
+			p, err := tierkit.NewPipes(cmd, stdout, stderr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for i, f := range p.Child {
+				// Through Control: Fd would make it blocking.
+				rc, err := f.SyscallConn()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var flags int
+				if err := rc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil {
+					t.Fatal(err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if flags&unix.O_NONBLOCK != 0 {
+					t.Errorf("the command's stream %d is non-blocking", i)
+				}
+			}
+			c := exec.Command("sh", "-c", `printf 'in:%s\n' "$(cat)"; echo err >&2`)
+			c.Stdin, c.Stdout, c.Stderr = p.Child[0], p.Child[1], p.Child[2]
+			if err := c.Start(); err != nil {
+				testenv.Missing(t, "cannot start sh: %v", err)
+			}
+			p.Started()
+			if err := c.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			p.Ended()
+			if got := string(stdout.Bytes()); got != tc.want {
+				t.Errorf("stdout %q, want %q", got, tc.want)
+			}
+			if got := string(stderr.Bytes()); got != "err\n" {
+				t.Errorf("stderr %q, want %q", got, "err\n")
+			}
+		})
+	}
+}
+
+// BenchmarkPipes is what a tier's host side spends on a command's
+// streams, apart from the command: make the pipes, start the copies, see
+// the command's side close, collect the output.
+func BenchmarkPipes(b *testing.B) {
+	for b.Loop() {
+		p, err := tierkit.NewPipes(sandbox.Command{}, &tierkit.TailBuffer{}, &tierkit.TailBuffer{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Started()
+		p.Ended()
+		p.Close()
 	}
 }
