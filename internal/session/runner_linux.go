@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/hostfs"
 	"github.com/hutchsandbox/hutch/internal/sysprog"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"golang.org/x/sys/unix"
@@ -33,9 +34,10 @@ import (
 // lower them (or its priority) from outside: the runner then retires after
 // that command (see runnerState), so nothing a command does to it binds
 // the next one. A timeout or cancel kills the runner itself, which ends
-// its namespace; the init starts a fresh runner for the next command.
-// While the runner is busy, a concurrent command takes the exec helper
-// path.
+// its namespace; the next command gets a fresh runner. The init lends
+// the runner to the host (lendRunner), which then sends it commands and
+// kills it itself; while it is busy, a concurrent command goes to the
+// init and takes the exec helper path.
 
 // runnerMinOpenFiles is the smallest open-files limit under which a runner
 // still has the descriptors it needs for itself; below it, commands take
@@ -45,7 +47,10 @@ const runnerMinOpenFiles = 64
 // RunnerMain serves commands on fd 3: first a "start" request carrying the
 // session's job, answered once the runner is confined; then one "exec"
 // request per command with its three standard streams, answered with the
-// command's status when it and everything it started have ended.
+// command's status when it and everything it started have ended, or at
+// once with an error when the command's directory is not one the file
+// tools reach. The peer is the init, and then the host it lends the
+// runner to.
 func RunnerMain() int {
 	runtime.LockOSThread()      // confinement is per thread: start commands from this one
 	sysprog.PrepareCommandOOM() // while its /proc files are still its own
@@ -72,6 +77,13 @@ func RunnerMain() int {
 		_ = conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(fmt.Errorf("reading the runner's state: %w", err))})
 		return 1
 	}
+	// The file tools' guard, for the commands' directories: a runner lent
+	// to the host (see lendRunner) is handed them as the host names them.
+	files, err := hostfs.New(job.Policy.Dir, nil)
+	if err != nil {
+		_ = conn.Send(wire.Response{ID: req.ID, Err: wire.ToWire(fmt.Errorf("the runner's start directory: %w", err))})
+		return 1
+	}
 	if err := conn.Send(wire.Response{ID: req.ID}); err != nil {
 		return 1
 	}
@@ -80,6 +92,17 @@ func RunnerMain() int {
 		passed, err := conn.Recv(&r)
 		if err != nil {
 			return 0 // the init let go of this runner
+		}
+		if r.Job != nil {
+			// Before it is taken: a directory that is not there is an
+			// answer, and the command never starts.
+			if r.Job.Dir, err = commandDir(files, r.Job.Dir); err != nil {
+				CloseFiles(passed)
+				if err := conn.Send(wire.Response{ID: r.ID, Err: wire.ToWire(err)}); err != nil {
+					return 0
+				}
+				continue
+			}
 		}
 		if err := conn.Send(wire.Response{ID: r.ID, Taken: true}); err != nil {
 			return 0

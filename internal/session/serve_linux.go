@@ -47,6 +47,11 @@ type server struct {
 	// runnerKilled: a timeout or cancel killed the busy runner. Set and
 	// read under mu, so the runner is never kept once anything killed it.
 	runnerKilled bool
+	// lending: the host takes runners of its own (see lendRunner), and
+	// commands that come here take exec helpers. lentGone is closed once
+	// the last runner lent has been reaped.
+	lending  bool
+	lentGone chan struct{}
 }
 
 // newServer opens the file tools' guard at the policy's start directory,
@@ -193,6 +198,17 @@ func (s *server) handle(req wire.Request, passed []*os.File) {
 		err = s.unpack(ctx, req, passed, &res)
 	case "exec":
 		err = s.exec(req, passed, &res)
+	case "runner":
+		var lent []*os.File
+		if lent, err = s.lendRunner(); err == nil {
+			// With its socket closed here, a runner the host never got
+			// sees end-of-file and leaves.
+			err = s.conn.Send(res, lent...)
+			CloseFiles(lent)
+			if err == nil {
+				return
+			}
+		}
 	case "cancel":
 		s.mu.Lock()
 		if c := s.execs[req.Target]; c != nil && c.Process != nil {
@@ -338,19 +354,12 @@ func (s *server) exec(req wire.Request, passed []*os.File, res *wire.Response) e
 	if len(passed) != 3 || req.Job == nil || len(req.Job.Argv) == 0 {
 		return errors.New("exec needs a command and three pipes")
 	}
-	dir := req.Job.Dir
-	if dir == "" {
-		dir = "."
-	}
-	fi, err := s.files.Stat(context.Background(), dir)
-	switch {
-	case err != nil:
+	dir, err := commandDir(s.files, req.Job.Dir)
+	if err != nil {
 		return err
-	case fi.Kind != sandbox.KindDir:
-		return tierkit.PathError("exec", dir, sandbox.ErrNotDir)
 	}
 	job := s.job
-	job.Argv, job.Env, job.Dir = req.Job.Argv, req.Job.Env, path.Join(s.files.Root(), fi.Path)
+	job.Argv, job.Env, job.Dir = req.Job.Argv, req.Job.Env, dir
 	if req.Final {
 		return s.final(job, req, passed, res)
 	}
@@ -358,6 +367,92 @@ func (s *server) exec(req wire.Request, passed []*os.File, res *wire.Response) e
 		return s.execInRunner(r, req, &job, passed, res)
 	}
 	return s.execHelper(req, job, passed, res)
+}
+
+// commandDir is the directory a command named dir (as the file tools name
+// paths, "" for the start directory) runs in: an absolute path inside the
+// sandbox, through the file tools' guard (files), which must find a
+// directory there.
+func commandDir(files *hostfs.FS, dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	fi, err := files.Stat(context.Background(), dir)
+	switch {
+	case err != nil:
+		return "", err
+	case fi.Kind != sandbox.KindDir:
+		return "", tierkit.PathError("exec", dir, sandbox.ErrNotDir)
+	}
+	return path.Join(files.Root(), fi.Path), nil
+}
+
+// lendWait bounds how long a runner lent to the host waits for the one
+// lent before it to be reaped: the host let go of that one (a command
+// ended it, or it retired), so it is on its way out.
+const lendWait = 2 * time.Second
+
+// errNoLending answers a host that asks for a runner of a session whose
+// commands cannot use one (see useRunner): it sends them here.
+var errNoLending = fmt.Errorf("%w: this session's commands take no runner", sandbox.ErrUnsupported)
+
+// lendRunner starts a runner for the host to speak to directly: its
+// socket and a pidfd of it go to the host, which sends it commands,
+// enforces their timeouts (killing it through the pidfd) and lets it go
+// by closing the socket. A warm exec then costs two messages between
+// processes, host and runner, instead of four through the init. The
+// init only reaps it. Once the host takes runners, commands sent here
+// (while the host's runner is busy) take exec helpers, and at most one
+// lent runner lives at a time.
+func (s *server) lendRunner() ([]*os.File, error) {
+	if !useRunner(s.job) {
+		return nil, errNoLending
+	}
+	s.mu.Lock()
+	s.lending = true
+	prev := s.lentGone
+	own := s.runner // the init's own, idle: the host's takes its place
+	if s.runnerBusy {
+		own = nil
+	} else {
+		s.runner = nil
+	}
+	s.mu.Unlock()
+	if own != nil {
+		own.discard()
+	}
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-time.After(lendWait):
+			return nil, errors.New("the runner lent before is still running")
+		}
+	}
+	r, err := startRunner(s.job)
+	if err != nil {
+		return nil, err
+	}
+	pidfd, err := unix.PidfdOpen(r.cmd.Process.Pid, 0)
+	if err != nil {
+		r.discard()
+		return nil, fmt.Errorf("lending a runner: %w", err)
+	}
+	sock, err := r.conn.Dup()
+	if err != nil {
+		unix.Close(pidfd)
+		r.discard()
+		return nil, err
+	}
+	_ = r.conn.Close() // the host's copy is the runner's only peer now
+	gone := make(chan struct{})
+	s.mu.Lock()
+	s.lentGone = gone
+	s.mu.Unlock()
+	go func() {
+		_ = r.cmd.Wait()
+		close(gone)
+	}()
+	return []*os.File{sock, os.NewFile(uintptr(pidfd), "hutch-runner-pidfd")}, nil
 }
 
 // takeRunner returns the session's idle runner, starting one when there
@@ -369,7 +464,7 @@ func (s *server) takeRunner() *runner {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.runnerBusy {
+	if s.runnerBusy || s.lending {
 		return nil
 	}
 	if s.runner == nil {
@@ -415,7 +510,7 @@ func (s *server) execInRunner(r *runner, req wire.Request, job *wire.Job, passed
 	s.mu.Lock()
 	delete(s.execs, req.ID)
 	killed := s.runnerKilled
-	keep := outcome == answered && !out.Done && !killed
+	keep := outcome == answered && !out.Done && !killed && !s.lending
 	res.TimedOut = timedOut
 	if !keep {
 		s.runner = nil

@@ -315,6 +315,21 @@ func (c *Conn) Recv(v any) ([]*os.File, error) {
 // It does not wait for a Send or Recv in progress: closing the file wakes
 // them in the poller and they fail; the descriptor is released once they
 // have returned, so no later file is touched.
+// Dup returns a new descriptor of the socket, close-on-exec, to pass to
+// another process (which then speaks on it in this Conn's stead: records
+// of the two would interleave). Close the Conn once it is passed on.
+func (c *Conn) Dup() (*os.File, error) {
+	var fd int
+	var derr error
+	if err := c.rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("passing on the socket: %w", derr)
+	}
+	return os.NewFile(uintptr(fd), "hutch-conn"), nil
+}
+
 func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil

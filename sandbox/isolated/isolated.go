@@ -262,11 +262,17 @@ type Sandbox struct {
 	nextID  atomic.Uint64
 
 	mu      sync.Mutex
-	pending map[uint64]chan wire.Response
+	pending map[uint64]chan reply
 	closed  bool
-	done    chan struct{} // closed when the init is gone
-	reaped  chan struct{} // closed once the init has been waited for
-	dead    error
+	// lent is the runner the init lent this process, when one is (see
+	// lent.go); lentBusy while a command runs on it; noLent once the
+	// init said it lends none for this session.
+	lent     *lentRunner
+	lentBusy bool
+	noLent   bool
+	done     chan struct{} // closed when the init is gone
+	reaped   chan struct{} // closed once the init has been waited for
+	dead     error
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
@@ -385,7 +391,7 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, limits: cg.files().Open(), proxy: proxy, pending: map[uint64]chan wire.Response{}, done: make(chan struct{}), reaped: make(chan struct{})}
+	s := &Sandbox{pol: pol, conn: conn, init: c, cg: cg, limits: cg.files().Open(), proxy: proxy, pending: map[uint64]chan reply{}, done: make(chan struct{}), reaped: make(chan struct{})}
 	if proxy != nil {
 		s.netDone = make(chan struct{})
 		go s.serveNetwork(netHost)
@@ -460,10 +466,8 @@ func (s *Sandbox) readLoop() {
 	for {
 		var res wire.Response
 		files, err := s.conn.Recv(&res)
-		for _, f := range files {
-			f.Close()
-		}
 		if err != nil {
+			closeFiles(files)
 			s.fail(fmt.Errorf("the sandbox's init is gone: %w", err))
 			return
 		}
@@ -472,7 +476,9 @@ func (s *Sandbox) readLoop() {
 		delete(s.pending, res.ID)
 		s.mu.Unlock()
 		if ch != nil {
-			ch <- res
+			ch <- reply{res, files}
+		} else {
+			closeFiles(files)
 		}
 	}
 }
@@ -490,35 +496,65 @@ func (s *Sandbox) fail(err error) {
 
 // call sends req (with files) and waits for its response.
 func (s *Sandbox) call(ctx context.Context, req wire.Request, files ...*os.File) (wire.Response, error) {
+	res, passed, err := s.callFiles(ctx, req, files...)
+	closeFiles(passed)
+	return res, err
+}
+
+// reply is an answer of the init's, with the descriptors it passed.
+type reply struct {
+	res   wire.Response
+	files []*os.File
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// callFiles is call, for an answer that passes descriptors: the caller
+// closes them.
+func (s *Sandbox) callFiles(ctx context.Context, req wire.Request, files ...*os.File) (wire.Response, []*os.File, error) {
 	if err := ctx.Err(); err != nil {
-		return wire.Response{}, err // a call already cancelled is not made
+		return wire.Response{}, nil, err // a call already cancelled is not made
 	}
 	req.ID = s.nextID.Add(1)
-	ch := make(chan wire.Response, 1)
+	ch := make(chan reply, 1)
 	s.mu.Lock()
 	if s.closed && req.Op != "start" {
 		s.mu.Unlock()
-		return wire.Response{}, sandbox.ErrClosed
+		return wire.Response{}, nil, sandbox.ErrClosed
 	}
 	if s.dead != nil {
 		s.mu.Unlock()
-		return wire.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
+		return wire.Response{}, nil, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
 	}
 	s.pending[req.ID] = ch
 	s.mu.Unlock()
 	if err := s.conn.Send(req, files...); err != nil {
-		return wire.Response{}, err
+		return wire.Response{}, nil, err
 	}
 	select {
-	case res := <-ch:
-		return res, nil
+	case r := <-ch:
+		return r.res, r.files, nil
 	case <-s.done:
-		return wire.Response{}, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
+		return wire.Response{}, nil, fmt.Errorf("%w: %v", sandbox.ErrClosed, s.dead)
 	case <-ctx.Done():
 		if req.Op == "exec" {
 			_ = s.conn.Send(wire.Request{ID: s.nextID.Add(1), Op: "cancel", Target: req.ID})
 		}
-		return wire.Response{}, ctx.Err()
+		// An answer that comes later has nobody to take its descriptors
+		// (a lent runner's socket): readLoop closes them.
+		s.mu.Lock()
+		delete(s.pending, req.ID)
+		s.mu.Unlock()
+		select {
+		case r := <-ch:
+			closeFiles(r.files)
+		default:
+		}
+		return wire.Response{}, nil, ctx.Err()
 	}
 }
 
@@ -756,6 +792,11 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		defer rec.Stop()
 	}
 	out, err := runCommand(ctx, cmd, s.pol, env, s.limits, func(ctx context.Context, spec *wire.Job, files [3]*os.File, timeout time.Duration) (wire.Status, bool, error) {
+		if !final {
+			if st, timedOut, ran, err := s.execLent(ctx, spec, files, timeout); ran {
+				return st, timedOut, err
+			}
+		}
 		// The init enforces the timeout. This bound is for an init that
 		// no longer answers at all: the session is closed rather than
 		// waited on.
@@ -863,7 +904,12 @@ func (s *Sandbox) Close() error {
 		return nil
 	}
 	s.closed = true
+	l := s.lent
+	s.lent = nil
 	s.mu.Unlock()
+	if l != nil {
+		l.close()
+	}
 	if s.init.Process != nil {
 		_ = s.init.Process.Kill() // PID 1: the whole namespace goes
 	}

@@ -2,6 +2,8 @@ package isolated_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 	"github.com/hutchsandbox/hutch/sandbox/isolated"
+	"github.com/hutchsandbox/hutch/sandbox/sandboxtest"
 )
 
 // A session's commands go through one long-lived runner (PID 1 of a PID
@@ -185,4 +188,52 @@ func TestKilledRunnerIsNeverAResultOfTheCommand(t *testing.T) {
 		}
 		echo(t)
 	})
+}
+
+// A session's command ended by its timeout or a cancel has nothing left
+// running when Exec returns, daemons included: the runner's namespace is
+// empty by then, not on its way to it.
+func TestSessionCommandEndedEarlyLeavesNothingRunning(t *testing.T) {
+	e := newEnv(t)
+	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	for i, how := range []string{"timeout", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			if r := a2Exec(t, sb, "true", 10*time.Second); r.ExitCode != 0 { // a runner, warm
+				t.Fatalf("true: exit %d, %q", r.ExitCode, r.Stderr)
+			}
+			marker := fmt.Sprintf("4100.%d%d", time.Now().UnixNano()%1e6, i)
+			cmd := sandbox.Command{
+				Shell:   fmt.Sprintf("setsid sh -c 'sleep %[1]s1 &' ; (sleep %[1]s2 &) ; nohup sleep %[1]s3 >/dev/null 2>&1 & sleep %[1]s4", marker),
+				Timeout: 20 * time.Second,
+			}
+			ctx, cancel := context.WithCancel(bg)
+			defer cancel()
+			if how == "timeout" {
+				cmd.Timeout = 500 * time.Millisecond
+			} else {
+				time.AfterFunc(500*time.Millisecond, cancel)
+			}
+			r, err := sb.Exec(ctx, cmd)
+			switch how {
+			case "timeout":
+				if err != nil || !r.TimedOut {
+					t.Fatalf("not timed out: %+v %v", r, err)
+				}
+			case "cancel":
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("Exec returned %v, want context.Canceled", err)
+				}
+			}
+			if left := sandboxtest.Processes(marker); len(left) > 0 {
+				t.Errorf("running when Exec returned: %v", left)
+			}
+			if r := a2Exec(t, sb, "echo alive", 10*time.Second); string(r.Stdout) != "alive\n" {
+				t.Errorf("the session no longer runs commands: %q %q", r.Stdout, r.Stderr)
+			}
+		})
+	}
 }
