@@ -390,7 +390,7 @@ func commandDir(files *hostfs.FS, dir string) (string, error) {
 // lendWait bounds how long a runner lent to the host waits for the one
 // lent before it to be reaped: the host let go of that one (a command
 // ended it, or it retired), so it is on its way out.
-const lendWait = 2 * time.Second
+const lendWait = 500 * time.Millisecond
 
 // errNoLending answers a host that asks for a runner of a session whose
 // commands cannot use one (see useRunner): it sends them here.

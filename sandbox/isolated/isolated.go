@@ -471,13 +471,17 @@ func (s *Sandbox) readLoop() {
 			s.fail(fmt.Errorf("the sandbox's init is gone: %w", err))
 			return
 		}
+		// Handed over under mu (ch has room for the one answer): a
+		// caller that gave up takes its entry out under mu too, and then
+		// either finds the answer in ch or leaves it to be closed here.
 		s.mu.Lock()
 		ch := s.pending[res.ID]
 		delete(s.pending, res.ID)
-		s.mu.Unlock()
 		if ch != nil {
 			ch <- reply{res, files}
-		} else {
+		}
+		s.mu.Unlock()
+		if ch == nil {
 			closeFiles(files)
 		}
 	}
@@ -548,12 +552,12 @@ func (s *Sandbox) callFiles(ctx context.Context, req wire.Request, files ...*os.
 		// (a lent runner's socket): readLoop closes them.
 		s.mu.Lock()
 		delete(s.pending, req.ID)
-		s.mu.Unlock()
 		select {
 		case r := <-ch:
 			closeFiles(r.files)
 		default:
 		}
+		s.mu.Unlock()
 		return wire.Response{}, nil, ctx.Err()
 	}
 }

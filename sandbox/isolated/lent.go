@@ -48,25 +48,24 @@ func (l *lentRunner) kill() bool {
 	return delivered
 }
 
-// lentGoneWait bounds how long an exec whose runner was killed waits for
-// the runner's PID namespace to be empty (a variable for tests).
-var lentGoneWait = 5 * time.Second
-
-// waitGone waits, at most lentGoneWait, until the runner has exited: its
-// pidfd turns readable only once the runner, PID 1 of its namespace, has
-// seen every other process of the namespace killed and reaped. So a
-// command killed on its timeout has nothing left running when Exec
-// returns.
-func (l *lentRunner) waitGone() {
+// waitGone waits, at most hostGrace, until the runner has exited, and
+// reports whether it has: its pidfd turns readable only once the runner,
+// PID 1 of its namespace, has seen every other process of the namespace
+// killed and reaped. So a command killed on its timeout has nothing left
+// running when Exec returns. A pidfd that cannot be polled (closed with
+// the session) counts as gone: the session's end ends the runner.
+func (l *lentRunner) waitGone() bool {
 	rc, err := l.pidfd.SyscallConn()
 	if err != nil {
-		return
+		return true
 	}
-	deadline := time.Now().Add(lentGoneWait)
-	_ = rc.Control(func(fd uintptr) {
+	gone := true
+	deadline := time.Now().Add(hostGrace)
+	if err := rc.Control(func(fd uintptr) {
 		for {
 			left := time.Until(deadline)
 			if left <= 0 {
+				gone = false
 				return
 			}
 			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
@@ -75,7 +74,54 @@ func (l *lentRunner) waitGone() {
 				return
 			}
 		}
-	})
+	}); err != nil {
+		return true
+	}
+	return gone
+}
+
+// killLent kills l; a runner the kill cannot reach still ends, with the
+// init, whose PID namespace holds it: the session is closed.
+func (s *Sandbox) killLent(l *lentRunner) {
+	if !l.kill() {
+		go s.Close()
+	}
+}
+
+// endLent waits until l, killed, is gone with everything it started.
+// One still there after hostGrace is ended with the whole session, and
+// the error says so.
+func (s *Sandbox) endLent(l *lentRunner) error {
+	if l.waitGone() {
+		return nil
+	}
+	go s.Close()
+	return fmt.Errorf("%w: the sandbox's command runner was still running %v after it was killed, so the sandbox was closed", sandbox.ErrClosed, hostGrace)
+}
+
+// gone reports whether the session has ended: closed, or its init gone
+// (which ends a lent runner's namespace too). The init exits before the
+// processes of its namespace are killed, so a runner seen dead for that
+// reason finds it exited here.
+func (s *Sandbox) gone() bool {
+	s.mu.Lock()
+	closed := s.closed || s.dead != nil
+	s.mu.Unlock()
+	if closed || s.init == nil || s.init.Process == nil {
+		return closed
+	}
+	select {
+	case <-s.reaped:
+		return true
+	default:
+	}
+	fd, err := unix.PidfdOpen(s.init.Process.Pid, 0)
+	if err != nil {
+		return errors.Is(err, unix.ESRCH)
+	}
+	defer unix.Close(fd)
+	n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	return n > 0
 }
 
 // close lets the runner go: with its socket closed it leaves (or, busy,
@@ -216,11 +262,7 @@ func (c *lentCall) kill(s *Sandbox, timeout bool) {
 		return
 	}
 	c.killed, c.timedOut = true, c.timedOut || timeout
-	if !c.l.kill() {
-		// A runner the kill cannot reach still ends: with the init,
-		// whose PID namespace holds it.
-		go s.Close()
-	}
+	s.killLent(c.l)
 }
 
 // end marks the command answered (no kill lands after it) and reports
@@ -260,44 +302,49 @@ func (s *Sandbox) runLent(ctx context.Context, l *lentRunner, spec *wire.Job, fi
 		}
 	}
 	killed, timedOut := c.end()
-	if killed || (sendErr == nil && !got && err == nil && taken) {
+	cancelled := killed && !timedOut && ctx.Err() != nil
+	var endErr error
+	if err != nil || (got && res.Status == nil && res.Err == nil) {
+		// A runner that breaks the protocol (another request's answer,
+		// an answer without a status) is not trusted with the command's
+		// end: it is killed, and the command with it.
+		s.killLent(l)
+		killed = true
+		if err == nil {
+			err = errors.New("isolated exec: the runner answered without a status")
+		}
+	}
+	if killed || (taken && !got) {
 		// The runner was killed, by us or from outside, with the command
 		// in hand: whatever it started is gone before Exec returns.
-		l.waitGone()
+		endErr = s.endLent(l)
 	}
 	switch {
-	case killed && ctx.Err() != nil && !timedOut:
-		return lentOutcome{settled: true}, fmt.Errorf("isolated exec: %w", ctx.Err())
-	case sendErr != nil && !killed:
-		if errors.Is(sendErr, unix.EPIPE) || errors.Is(sendErr, unix.ECONNRESET) {
-			return lentOutcome{}, nil // gone: not taken
-		}
-		// A record too large is the command's; anything else leaves the
-		// runner's socket in doubt, and the next command gets a fresh one.
-		return lentOutcome{settled: true, keep: errors.Is(sendErr, sandbox.ErrTooLarge)}, fmt.Errorf("isolated exec: handing the command to the runner: %w", sendErr)
+	case endErr != nil:
+		return lentOutcome{settled: true}, endErr
 	case err != nil:
-		// A runner that breaks the protocol is not trusted with the
-		// command's end: it is killed, and the command with it.
-		l.kill()
-		l.waitGone()
 		return lentOutcome{settled: true}, err
+	case cancelled:
+		return lentOutcome{settled: true}, fmt.Errorf("isolated exec: %w", ctx.Err())
 	case got:
 		keep := !killed && !res.Done
 		if res.Err != nil {
 			return lentOutcome{settled: true, keep: keep}, res.Err.Error()
-		}
-		if res.Status == nil {
-			l.kill()
-			l.waitGone()
-			return lentOutcome{settled: true}, errors.New("isolated exec: the runner answered without a status")
 		}
 		return lentOutcome{st: *res.Status, timedOut: timedOut, settled: true, keep: keep}, nil
 	case killed:
 		// The timeout: the runner, and with it the command, was killed
 		// (before it started the command, when not taken).
 		return lentOutcome{st: wire.Status{Signal: int(syscall.SIGKILL)}, timedOut: timedOut, settled: true}, nil
-	case s.isClosed():
-		return lentOutcome{settled: true}, fmt.Errorf("isolated exec: %w", sandbox.ErrClosed)
+	case s.gone():
+		return lentOutcome{settled: true}, fmt.Errorf("isolated exec: %w: the sandbox's init is gone", sandbox.ErrClosed)
+	case sendErr != nil:
+		if errors.Is(sendErr, unix.EPIPE) || errors.Is(sendErr, unix.ECONNRESET) {
+			return lentOutcome{}, nil // gone: not taken
+		}
+		// A record too large is the command's; anything else leaves the
+		// runner's socket in doubt, and the next command gets a fresh one.
+		return lentOutcome{settled: true, keep: errors.Is(sendErr, sandbox.ErrTooLarge)}, fmt.Errorf("isolated exec: handing the command to the runner: %w", sendErr)
 	case !taken:
 		return lentOutcome{}, nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/wire"
+	"github.com/hutchsandbox/hutch/policy"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
 
@@ -32,46 +33,47 @@ func TestLentRunnerOutcomes(t *testing.T) {
 		name    string
 		timeout time.Duration
 		cancel  bool
-		// runner plays the runner's side for the request it got.
-		runner func(c *wire.Conn, req wire.Request)
+		// runner plays the runner's side for the request it got; die
+		// ends the process its pidfd names, as a runner's own end would.
+		runner func(c *wire.Conn, req wire.Request, die func())
 		want   want
 	}{
-		{"answers", 0, false, func(c *wire.Conn, req wire.Request) {
+		{"answers", 0, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID, Taken: true})
 			_ = c.Send(wire.Response{ID: req.ID, Status: &wire.Status{Exited: true, ExitCode: 3}})
 		}, want{ran: true, keep: true, code: 3}},
-		{"answers and retires", 0, false, func(c *wire.Conn, req wire.Request) {
+		{"answers and retires", 0, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID, Taken: true})
 			_ = c.Send(wire.Response{ID: req.ID, Status: &wire.Status{Exited: true}, Done: true})
 		}, want{ran: true}},
-		{"refuses (no such directory)", 0, false, func(c *wire.Conn, req wire.Request) {
+		{"refuses (no such directory)", 0, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID, Err: wire.ToWire(sandbox.ErrNotDir)})
 		}, want{ran: true, keep: true, err: "not a directory"}},
-		{"goes before taking it", 0, false, func(c *wire.Conn, req wire.Request) {
+		{"goes before taking it", 0, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Close()
-		}, want{}},
-		{"goes with it in hand", 0, false, func(c *wire.Conn, req wire.Request) {
+			die()
+		}, want{killed: true}},
+		{"goes with it in hand", 0, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID, Taken: true})
 			_ = c.Close()
-		}, want{ran: true, err: "runner died"}},
-		{"answers another request", 0, false, func(c *wire.Conn, req wire.Request) {
+			die()
+		}, want{ran: true, err: "runner died", killed: true}},
+		{"answers another request", 0, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID + 1, Taken: true})
 		}, want{ran: true, err: "answered request", killed: true}},
-		{"answers without a status", 0, false, func(c *wire.Conn, req wire.Request) {
+		{"answers without a status", 0, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID, Taken: true})
 			_ = c.Send(wire.Response{ID: req.ID})
 		}, want{ran: true, err: "without a status", killed: true}},
-		{"outlives the timeout", 200 * time.Millisecond, false, func(c *wire.Conn, req wire.Request) {
+		{"outlives the timeout", 200 * time.Millisecond, false, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID, Taken: true})
 		}, want{ran: true, timedOut: true, signal: int(syscall.SIGKILL), killed: true}},
-		{"never takes it before the timeout", 200 * time.Millisecond, false, func(c *wire.Conn, req wire.Request) {},
+		{"never takes it before the timeout", 200 * time.Millisecond, false, func(c *wire.Conn, req wire.Request, die func()) {},
 			want{ran: true, timedOut: true, signal: int(syscall.SIGKILL), killed: true}},
-		{"is cancelled", 0, true, func(c *wire.Conn, req wire.Request) {
+		{"is cancelled", 0, true, func(c *wire.Conn, req wire.Request, die func()) {
 			_ = c.Send(wire.Response{ID: req.ID, Taken: true})
 		}, want{ran: true, err: "context canceled", killed: true}},
 	}
-	defer func(d time.Duration) { lentGoneWait = d }(lentGoneWait)
-	lentGoneWait = 500 * time.Millisecond // a runner that died from outside is, here, a sleep that lives on
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			proc := exec.Command("sleep", "60")
@@ -85,19 +87,7 @@ func TestLentRunnerOutcomes(t *testing.T) {
 			if err != nil {
 				testenv.Missing(t, "pidfd_open (Linux 5.3): %v", err)
 			}
-			host, peer, err := wire.SocketPair()
-			if err != nil {
-				t.Fatal(err)
-			}
-			hc, err := wire.FileConn(host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pc, err := wire.FileConn(peer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pc.Close()
+			hc, pc := connPair(t)
 			l := &lentRunner{conn: hc, pidfd: os.NewFile(uintptr(pidfd), "pidfd")}
 			defer l.close()
 			go func() {
@@ -107,7 +97,7 @@ func TestLentRunnerOutcomes(t *testing.T) {
 					f.Close()
 				}
 				if err == nil {
-					tc.runner(pc, req)
+					tc.runner(pc, req, func() { _ = proc.Process.Kill() })
 				}
 			}()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -121,7 +111,7 @@ func TestLentRunnerOutcomes(t *testing.T) {
 			}
 			defer r.Close()
 			defer w.Close()
-			s := &Sandbox{}
+			s := closableSandbox(t)
 			out, err := s.runLent(ctx, l, &wire.Job{Argv: []string{"true"}}, [3]*os.File{r, w, w}, tc.timeout)
 			got := want{ran: out.settled, keep: out.keep, timedOut: out.timedOut, code: out.st.ExitCode, signal: out.st.Signal, err: tc.want.err}
 			switch {
@@ -143,4 +133,114 @@ func TestLentRunnerOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closableSandbox is a Sandbox with no init, whose Close works: what
+// runLent needs of one.
+func closableSandbox(t *testing.T) *Sandbox {
+	host, peer, err := wire.SocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer.Close()
+	conn, err := wire.FileConn(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, reaped := make(chan struct{}), make(chan struct{})
+	close(done)
+	close(reaped)
+	return &Sandbox{conn: conn, init: &exec.Cmd{}, done: done, reaped: reaped, pending: map[uint64]chan reply{}}
+}
+
+// A runner the host cannot kill (its pidfd refuses the signal) still
+// ends: the session is closed, and with it the init whose PID namespace
+// holds the runner. The exec says so rather than report a kill that did
+// not happen.
+func TestLentRunnerKillThatCannotLandClosesTheSession(t *testing.T) {
+	defer func(g time.Duration) { hostGrace = g }(hostGrace)
+	hostGrace = 300 * time.Millisecond
+	hc, pc := connPair(t)
+	notPidfd, w, err := os.Pipe() // a descriptor no signal goes through
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l := &lentRunner{conn: hc, pidfd: notPidfd}
+	defer l.close()
+	go func() {
+		var req wire.Request
+		if _, err := pc.Recv(&req); err == nil {
+			_ = pc.Send(wire.Response{ID: req.ID, Taken: true}) // and never an answer
+		}
+	}()
+	s := closableSandbox(t)
+	_, err = s.runLent(context.Background(), l, &wire.Job{Argv: []string{"true"}}, [3]*os.File{w, w, w}, 200*time.Millisecond)
+	if !errors.Is(err, sandbox.ErrClosed) {
+		t.Errorf("runLent returned %v, want sandbox.ErrClosed", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !s.isClosed(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the session is still open after a kill that could not land")
+		}
+	}
+}
+
+// A session's commands go to a runner lent to the host, not through the
+// init, wherever the session can use a runner.
+func TestSessionCommandsGoToALentRunner(t *testing.T) {
+	sb := defaultSession(t)
+	for range 2 {
+		if r, err := sb.Exec(context.Background(), sandbox.Command{Args: []string{"true"}}); err != nil || r.ExitCode != 0 {
+			t.Fatalf("true: %v, exit %d", err, r.ExitCode)
+		}
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.lent == nil || sb.noLent {
+		t.Errorf("no runner lent to the host after two commands (lent %v, none lent %v)", sb.lent != nil, sb.noLent)
+	}
+}
+
+// The init's death during a command (killed from outside here) ends the
+// session: the command fails with ErrClosed, as it does through the
+// init, not with the runner's death blamed on someone else.
+func TestSessionWhoseInitDiesFailsItsCommandWithErrClosed(t *testing.T) {
+	sb := defaultSession(t)
+	time.AfterFunc(500*time.Millisecond, func() { _ = sb.init.Process.Kill() })
+	_, err := sb.Exec(context.Background(), sandbox.Command{Shell: "sleep 5", Timeout: 20 * time.Second})
+	if !errors.Is(err, sandbox.ErrClosed) {
+		t.Errorf("Exec returned %v, want sandbox.ErrClosed", err)
+	}
+}
+
+// connPair is a connected pair of Conns: the host's end, and the peer's,
+// closed when the test ends.
+func connPair(t *testing.T) (host, peer *wire.Conn) {
+	h, p, err := wire.SocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host, err = wire.FileConn(h); err != nil {
+		t.Fatal(err)
+	}
+	if peer, err = wire.FileConn(p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	return host, peer
+}
+
+// defaultSession is a session under the default policy, closed when the
+// test ends.
+func defaultSession(t *testing.T) *Sandbox {
+	if err := Supported(); err != nil {
+		testenv.Missing(t, "the isolated tier: %v", err)
+	}
+	sb, err := New(context.Background(), Options{Policy: policy.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return sb
 }
