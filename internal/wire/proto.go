@@ -204,16 +204,22 @@ func FileConn(f *os.File) (*Conn, error) {
 		f.Close()
 		return nil, err
 	}
+	fd, err := dupCloexec(rc)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("taking over the socket: %w", err)
+	}
+	return NewConn(fd), nil
+}
+
+// dupCloexec is a new close-on-exec descriptor of rc's.
+func dupCloexec(rc syscall.RawConn) (int, error) {
 	var fd int
 	var derr error
 	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
-		derr = err
+		return 0, err
 	}
-	f.Close()
-	if derr != nil {
-		return nil, fmt.Errorf("taking over the socket: %w", derr)
-	}
-	return NewConn(fd), nil
+	return fd, derr
 }
 
 // SocketPair makes a connected pair, close-on-exec.
@@ -319,13 +325,9 @@ func (c *Conn) Recv(v any) ([]*os.File, error) {
 // another process (which then speaks on it in this Conn's stead: records
 // of the two would interleave). Close the Conn once it is passed on.
 func (c *Conn) Dup() (*os.File, error) {
-	var fd int
-	var derr error
-	if err := c.rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
-		return nil, err
-	}
-	if derr != nil {
-		return nil, fmt.Errorf("passing on the socket: %w", derr)
+	fd, err := dupCloexec(c.rc)
+	if err != nil {
+		return nil, fmt.Errorf("passing on the socket: %w", err)
 	}
 	return os.NewFile(uintptr(fd), "hutch-conn"), nil
 }

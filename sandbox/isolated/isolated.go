@@ -467,7 +467,7 @@ func (s *Sandbox) readLoop() {
 		var res wire.Response
 		files, err := s.conn.Recv(&res)
 		if err != nil {
-			closeFiles(files)
+			closeAll(files)
 			s.fail(fmt.Errorf("the sandbox's init is gone: %w", err))
 			return
 		}
@@ -482,7 +482,7 @@ func (s *Sandbox) readLoop() {
 		}
 		s.mu.Unlock()
 		if ch == nil {
-			closeFiles(files)
+			closeAll(files)
 		}
 	}
 }
@@ -501,20 +501,34 @@ func (s *Sandbox) fail(err error) {
 // call sends req (with files) and waits for its response.
 func (s *Sandbox) call(ctx context.Context, req wire.Request, files ...*os.File) (wire.Response, error) {
 	res, passed, err := s.callFiles(ctx, req, files...)
-	closeFiles(passed)
+	closeAll(passed)
 	return res, err
+}
+
+// callWithin is callFiles bounded by bound: a sandbox that does not
+// answer by then is closed rather than waited on, and the error says it
+// did not do what (the sandbox did not ...).
+func (s *Sandbox) callWithin(ctx context.Context, bound time.Duration, what string, req wire.Request, files ...*os.File) (wire.Response, []*os.File, error) {
+	callCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	res, passed, err := s.callFiles(callCtx, req, files...)
+	if err != nil && ctx.Err() == nil && callCtx.Err() != nil {
+		err = s.closeFor("the sandbox did not " + what)
+	}
+	return res, passed, err
+}
+
+// closeFor closes the session, which something in it keeps from going
+// on (why), and returns the error that says so.
+func (s *Sandbox) closeFor(why string) error {
+	go s.Close()
+	return fmt.Errorf("%w: %s, so the sandbox was closed", sandbox.ErrClosed, why)
 }
 
 // reply is an answer of the init's, with the descriptors it passed.
 type reply struct {
 	res   wire.Response
 	files []*os.File
-}
-
-func closeFiles(files []*os.File) {
-	for _, f := range files {
-		f.Close()
-	}
 }
 
 // callFiles is call, for an answer that passes descriptors: the caller
@@ -554,7 +568,7 @@ func (s *Sandbox) callFiles(ctx context.Context, req wire.Request, files ...*os.
 		delete(s.pending, req.ID)
 		select {
 		case r := <-ch:
-			closeFiles(r.files)
+			closeAll(r.files)
 		default:
 		}
 		s.mu.Unlock()
@@ -801,16 +815,11 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 				return st, timedOut, err
 			}
 		}
-		// The init enforces the timeout. This bound is for an init that
-		// no longer answers at all: the session is closed rather than
-		// waited on.
-		callCtx, cancel := context.WithTimeout(ctx, timeout+hostGrace)
-		defer cancel()
-		res, err := s.call(callCtx, wire.Request{Op: "exec", Job: spec, Timeout: timeout.Milliseconds(), Final: final}, files[0], files[1], files[2])
-		if err != nil && ctx.Err() == nil && callCtx.Err() != nil {
-			go s.Close()
-			err = fmt.Errorf("%w: the sandbox did not end the command %v after its %v timeout, so the sandbox was closed", sandbox.ErrClosed, hostGrace, timeout)
-		}
+		// The init enforces the timeout; the bound is for an init that
+		// no longer answers at all.
+		res, passed, err := s.callWithin(ctx, timeout+hostGrace, fmt.Sprintf("end the command %v after its %v timeout", hostGrace, timeout),
+			wire.Request{Op: "exec", Job: spec, Timeout: timeout.Milliseconds(), Final: final}, files[0], files[1], files[2])
+		closeAll(passed)
 		if err != nil {
 			return wire.Status{}, false, fmt.Errorf("isolated exec: %w", err)
 		}

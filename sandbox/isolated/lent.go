@@ -60,31 +60,35 @@ func (l *lentRunner) waitGone() bool {
 		return true
 	}
 	gone := true
-	deadline := time.Now().Add(hostGrace)
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			left := time.Until(deadline)
-			if left <= 0 {
-				gone = false
-				return
-			}
-			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, int(left.Milliseconds())+1)
-			if n > 0 || err != nil && !errors.Is(err, unix.EINTR) {
-				return
-			}
-		}
-	}); err != nil {
+	if err := rc.Control(func(fd uintptr) { gone = exited(int(fd), hostGrace) }); err != nil {
 		return true
 	}
 	return gone
+}
+
+// exited reports whether the process of pidfd has exited, waiting at
+// most wait for it (0: not at all). A pidfd that cannot be polled counts
+// as exited.
+func exited(pidfd int, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		ms := max(0, (time.Until(deadline) + time.Millisecond - 1).Milliseconds()) // never -1: that waits forever
+		n, err := unix.Poll(fds, int(ms))
+		switch {
+		case n > 0 || err != nil && !errors.Is(err, unix.EINTR):
+			return true
+		case !time.Now().Before(deadline):
+			return false
+		}
+	}
 }
 
 // killLent kills l; a runner the kill cannot reach still ends, with the
 // init, whose PID namespace holds it: the session is closed.
 func (s *Sandbox) killLent(l *lentRunner) {
 	if !l.kill() {
-		go s.Close()
+		_ = s.closeFor("the kill of the sandbox's command runner could not be delivered")
 	}
 }
 
@@ -95,8 +99,7 @@ func (s *Sandbox) endLent(l *lentRunner) error {
 	if l.waitGone() {
 		return nil
 	}
-	go s.Close()
-	return fmt.Errorf("%w: the sandbox's command runner was still running %v after it was killed, so the sandbox was closed", sandbox.ErrClosed, hostGrace)
+	return s.closeFor(fmt.Sprintf("the sandbox's command runner was still running %v after it was killed", hostGrace))
 }
 
 // gone reports whether the session has ended: closed, or its init gone
@@ -120,8 +123,7 @@ func (s *Sandbox) gone() bool {
 		return errors.Is(err, unix.ESRCH)
 	}
 	defer unix.Close(fd)
-	n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-	return n > 0
+	return exited(fd, 0)
 }
 
 // close lets the runner go: with its socket closed it leaves (or, busy,
@@ -143,7 +145,7 @@ func (s *Sandbox) execLent(ctx context.Context, spec *wire.Job, files [3]*os.Fil
 	for range 2 {
 		l, err := s.takeLent(ctx, timeout)
 		if err != nil {
-			return wire.Status{}, false, true, err
+			return wire.Status{}, false, true, fmt.Errorf("isolated exec: %w", err)
 		}
 		if l == nil {
 			return wire.Status{}, false, false, nil
@@ -160,8 +162,9 @@ func (s *Sandbox) execLent(ctx context.Context, spec *wire.Job, files [3]*os.Fil
 // takeLent returns the lent runner, idle, marked busy; it borrows one
 // from the init when there is none. nil when the runner is busy, the
 // init lends none for this session, or borrowing failed; an error when
-// the init did not answer within the command's timeout and hostGrace
-// (the session is then closed, as for a command the init does not end).
+// the session has ended (a closed one, or an init that did not answer
+// within the command's timeout and hostGrace: the session is then
+// closed, as for a command the init does not end).
 func (s *Sandbox) takeLent(ctx context.Context, timeout time.Duration) (*lentRunner, error) {
 	s.mu.Lock()
 	if s.closed || s.noLent || s.lentBusy {
@@ -174,21 +177,16 @@ func (s *Sandbox) takeLent(ctx context.Context, timeout time.Duration) (*lentRun
 	if l != nil {
 		return l, nil
 	}
-	callCtx, cancel := context.WithTimeout(ctx, timeout+hostGrace)
-	defer cancel()
-	l, err := s.borrow(callCtx)
+	l, err := s.borrow(ctx, timeout+hostGrace)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case errors.Is(err, sandbox.ErrClosed):
+		s.lentBusy = false
+		return nil, err
 	case err != nil:
 		s.lentBusy = false
-		if errors.Is(err, sandbox.ErrUnsupported) {
-			s.noLent = true
-		}
-		if ctx.Err() == nil && callCtx.Err() != nil {
-			go s.Close()
-			return nil, fmt.Errorf("%w: the sandbox did not lend a command runner within %v, so the sandbox was closed", sandbox.ErrClosed, timeout+hostGrace)
-		}
+		s.noLent = errors.Is(err, sandbox.ErrUnsupported)
 		return nil, nil
 	case s.closed:
 		s.lentBusy = false
@@ -199,9 +197,10 @@ func (s *Sandbox) takeLent(ctx context.Context, timeout time.Duration) (*lentRun
 	return l, nil
 }
 
-// borrow asks the init for a runner: its socket and its pidfd.
-func (s *Sandbox) borrow(ctx context.Context) (*lentRunner, error) {
-	res, files, err := s.callFiles(ctx, wire.Request{Op: "runner"})
+// borrow asks the init for a runner, within bound: its socket and its
+// pidfd.
+func (s *Sandbox) borrow(ctx context.Context, bound time.Duration) (*lentRunner, error) {
+	res, files, err := s.callWithin(ctx, bound, fmt.Sprintf("lend a command runner within %v", bound), wire.Request{Op: "runner"})
 	if err == nil {
 		err = res.Err.Error()
 	}
@@ -209,7 +208,7 @@ func (s *Sandbox) borrow(ctx context.Context) (*lentRunner, error) {
 		err = fmt.Errorf("the init lent a runner with %d descriptors, want 2", len(files))
 	}
 	if err != nil {
-		closeFiles(files)
+		closeAll(files)
 		return nil, err
 	}
 	conn, err := wire.FileConn(files[0])
@@ -247,6 +246,7 @@ type lentOutcome struct {
 
 // lentCall is one command on a lent runner: what ended it.
 type lentCall struct {
+	s        *Sandbox
 	l        *lentRunner
 	mu       sync.Mutex
 	answered bool
@@ -255,14 +255,14 @@ type lentCall struct {
 }
 
 // kill ends the command (and the runner) unless it has been answered.
-func (c *lentCall) kill(s *Sandbox, timeout bool) {
+func (c *lentCall) kill(timeout bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.answered {
 		return
 	}
 	c.killed, c.timedOut = true, c.timedOut || timeout
-	s.killLent(c.l)
+	c.s.killLent(c.l)
 }
 
 // end marks the command answered (no kill lands after it) and reports
@@ -283,11 +283,11 @@ func (c *lentCall) end() (killed, timedOut bool) {
 // killed while idle). An answer without Taken is the runner's refusal (a
 // directory that is not there): settled, so that it is the answer.
 func (s *Sandbox) runLent(ctx context.Context, l *lentRunner, spec *wire.Job, files [3]*os.File, timeout time.Duration) (out lentOutcome, err error) {
-	c := &lentCall{l: l}
-	stop := context.AfterFunc(ctx, func() { c.kill(s, false) })
+	c := &lentCall{s: s, l: l}
+	stop := context.AfterFunc(ctx, func() { c.kill(false) })
 	defer stop()
 	if timeout > 0 {
-		t := time.AfterFunc(timeout, func() { c.kill(s, true) })
+		t := time.AfterFunc(timeout, func() { c.kill(true) })
 		defer t.Stop()
 	}
 	id := s.nextID.Add(1)
@@ -361,7 +361,7 @@ func (s *Sandbox) runLent(ctx context.Context, l *lentRunner, spec *wire.Job, fi
 func (s *Sandbox) recvLent(l *lentRunner, id uint64, res *wire.Response) (got bool, err error) {
 	*res = wire.Response{}
 	files, rerr := l.conn.Recv(res)
-	closeFiles(files)
+	closeAll(files)
 	switch {
 	case rerr != nil:
 		return false, nil
@@ -369,12 +369,6 @@ func (s *Sandbox) recvLent(l *lentRunner, id uint64, res *wire.Response) (got bo
 		return false, fmt.Errorf("isolated exec: the runner answered request %d, want %d", res.ID, id)
 	}
 	return true, nil
-}
-
-func (s *Sandbox) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
 }
 
 // errLentRunnerDied is an exec's error when the session's runner died with

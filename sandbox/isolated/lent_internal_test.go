@@ -3,6 +3,7 @@ package isolated
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -179,7 +180,7 @@ func TestLentRunnerKillThatCannotLandClosesTheSession(t *testing.T) {
 	if !errors.Is(err, sandbox.ErrClosed) {
 		t.Errorf("runLent returned %v, want sandbox.ErrClosed", err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !s.isClosed(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !s.gone(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the session is still open after a kill that could not land")
 		}
@@ -243,4 +244,45 @@ func defaultSession(t *testing.T) *Sandbox {
 	}
 	t.Cleanup(func() { sb.Close() })
 	return sb
+}
+
+// An answer that passes descriptors (a lent runner's socket) after its
+// caller gave up is not left holding them: a runner whose socket stays
+// open in this process would never see end-of-file, and the init would
+// lend no other. The peer here passes a pipe's write end; the test sees
+// this process's copy closed as end-of-file on the read end.
+func TestAnswerAfterACancelledCallHasItsDescriptorsClosed(t *testing.T) {
+	host, init := connPair(t)
+	s := &Sandbox{conn: host, pending: map[uint64]chan reply{}, done: make(chan struct{})}
+	go s.readLoop()
+	defer host.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	called := make(chan error, 1)
+	go func() {
+		_, files, err := s.callFiles(ctx, wire.Request{Op: "runner"})
+		closeAll(files)
+		called <- err
+	}()
+	var req wire.Request
+	if _, err := init.Recv(&req); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-called; !errors.Is(err, context.Canceled) {
+		t.Fatalf("callFiles returned %v, want context.Canceled", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	err = init.Send(wire.Response{ID: req.ID}, w)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("the late answer's descriptor is still open in this process: read %d, %v", n, err)
+	}
 }

@@ -194,12 +194,7 @@ func TestKilledRunnerIsNeverAResultOfTheCommand(t *testing.T) {
 // running when Exec returns, daemons included: the runner's namespace is
 // empty by then, not on its way to it.
 func TestSessionCommandEndedEarlyLeavesNothingRunning(t *testing.T) {
-	e := newEnv(t)
-	sb, err := isolated.New(bg, isolated.Options{Policy: e.pol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
+	sb := a2Session(t, newEnv(t).pol)
 	// Repeated: without the wait for the runner's namespace, a run
 	// passes only when the kernel happens to finish first.
 	for i, how := range []string{"timeout", "cancel", "timeout", "cancel", "timeout", "cancel"} {
