@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -103,9 +106,10 @@ func (s *Sandbox) endLent(l *lentRunner) error {
 }
 
 // gone reports whether the session has ended: closed, or its init gone
-// (which ends a lent runner's namespace too). The init exits before the
-// processes of its namespace are killed, so a runner seen dead for that
-// reason finds it exited here.
+// or on its way out. A PID 1 kills the processes of its namespace (a lent
+// runner among them) while it exits, and its pidfd reads as exited only
+// after they are all reaped; so a runner seen dead for that reason may
+// find the init's pidfd still quiet, but the init already exiting.
 func (s *Sandbox) gone() bool {
 	s.mu.Lock()
 	closed := s.closed || s.dead != nil
@@ -118,12 +122,39 @@ func (s *Sandbox) gone() bool {
 		return true
 	default:
 	}
-	fd, err := unix.PidfdOpen(s.init.Process.Pid, 0)
+	// The init is the host's child, not yet reaped: its PID is its own.
+	return exiting(s.init.Process.Pid)
+}
+
+// pfExiting is the kernel's PF_EXITING task flag: set on a thread once it
+// has begun to exit, before anything else of its exit happens.
+const pfExiting = 0x4
+
+// exiting reports whether process pid has begun to exit, or is gone.
+// It reads the flags of /proc/pid/stat, whose ninth field they are.
+func exiting(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return errors.Is(err, unix.ESRCH)
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH)
 	}
-	defer unix.Close(fd)
-	return exited(fd, 0)
+	flags, ok := statFlags(string(b))
+	return !ok || flags&pfExiting != 0
+}
+
+// statFlags is the flags field of a /proc/pid/stat line: the seventh
+// field after the command name, which is in parentheses and may hold any byte
+// but NUL, ')' included. ok is false for a line not of that form.
+func statFlags(stat string) (flags uint64, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(stat[i+1:]) // state ppid pgrp session tty_nr tpgid flags ...
+	if len(f) < 7 {
+		return 0, false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return flags, err == nil
 }
 
 // close lets the runner go: with its socket closed it leaves (or, busy,

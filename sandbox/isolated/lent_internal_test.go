@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -284,5 +285,72 @@ func TestAnswerAfterACancelledCallHasItsDescriptorsClosed(t *testing.T) {
 	_ = r.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
 		t.Errorf("the late answer's descriptor is still open in this process: read %d, %v", n, err)
+	}
+}
+
+// A process's flags are read from its stat line whatever its command name
+// holds; a line not of that form is no answer.
+func TestStatFlagsReadsTheFlagsField(t *testing.T) {
+	cases := []struct {
+		line  string
+		flags uint64
+		ok    bool
+	}{
+		{"42 (init) S 1 42 42 0 -1 4194560 100 0 0 0", 4194560, true},
+		{"42 (a) b) c) R 1 42 42 0 -1 4202756 1 2 3", 4202756, true},
+		{"42 (sp ace (x)) S 1 42 42 0 -1 4 0", 4, true},
+		{"42 (\n)) Z 1 42 42 0 -1 4 0", 4, true},
+		{"42 (init) S 1 42 42 0 -1", 0, false},
+		{"42 init S 1 42 42 0 -1 4 0", 0, false},
+		{"42 (init) S 1 42 42 0 -1 -4 0", 0, false},
+		{"42 (init) S 1 42 42 0 -1 0x4 0", 0, false},
+		{"", 0, false},
+	}
+	for _, c := range cases {
+		flags, ok := statFlags(c.line)
+		if flags != c.flags || ok != c.ok {
+			t.Errorf("statFlags(%q) = %d, %v; want %d, %v", c.line, flags, ok, c.flags, c.ok)
+		}
+	}
+}
+
+// Whatever the command name, the flags written after it are the ones read.
+func FuzzStatFlags(f *testing.F) {
+	f.Add("init", uint64(4))
+	f.Add("a) b (c", uint64(0))
+	f.Fuzz(func(t *testing.T, comm string, flags uint64) {
+		if strings.ContainsRune(comm, 0) {
+			return // the kernel's names hold no NUL
+		}
+		_, _ = statFlags(comm) // any bytes at all: an answer, never a panic
+		line := "7 (" + comm + ") S 1 7 7 0 -1 " + strconv.FormatUint(flags, 10) + " 0 0"
+		if got, ok := statFlags(line); !ok || got != flags {
+			t.Fatalf("statFlags(%q) = %d, %v; want %d, true", line, got, ok, flags)
+		}
+	})
+}
+
+// A process is seen exiting from the moment it is killed, before it is
+// reaped, and once it is gone; a live one is not.
+func TestExitingSeesAKilledProcessBeforeItIsReaped(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if exiting(pid) {
+		t.Fatal("a running process is seen exiting")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !exiting(pid); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a killed process, not reaped, is not seen exiting")
+		}
+	}
+	_ = cmd.Wait()
+	if !exiting(pid) {
+		t.Error("a reaped process is not seen gone")
 	}
 }
