@@ -354,3 +354,37 @@ func TestExitingSeesAKilledProcessBeforeItIsReaped(t *testing.T) {
 		t.Error("a reaped process is not seen gone")
 	}
 }
+
+// At most one runner of a session is lent at a time: while the host still
+// holds the last one, the init lends no other (and says why), and once
+// the host lets it go, the init lends the next.
+func TestInitLendsOneRunnerAtATime(t *testing.T) {
+	sb := defaultSession(t)
+	ctx := context.Background()
+	first, err := sb.borrow(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatalf("the first runner: %v", err)
+	}
+	second, err := sb.borrow(ctx, 10*time.Second)
+	if err == nil {
+		second.close()
+		first.close()
+		t.Fatal("the init lent a second runner while the first was still held")
+	}
+	if !strings.Contains(err.Error(), "still running") {
+		t.Errorf("the second runner's refusal says %q, want it to say the first is still running", err)
+	}
+	if rc, _ := first.pidfd.SyscallConn(); rc != nil {
+		_ = rc.Control(func(fd uintptr) {
+			if exited(int(fd), 0) {
+				t.Error("the first runner exited when a second was asked for")
+			}
+		})
+	}
+	first.close()
+	third, err := sb.borrow(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatalf("no runner lent after the first was let go: %v", err)
+	}
+	third.close()
+}
