@@ -204,7 +204,15 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	// the child is gone.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	pid, errno := forkBlocked(flags, p, x)
+	// The child shares none of the heap it does not use (see wipePlan);
+	// no other fork of this process comes while it is marked.
+	plan := heapPlan(p, x)
+	syscall.ForkLock.Lock()
+	pid, errno := forkBlocked(flags, p, x, plan)
+	syscall.ForkLock.Unlock()
+	if plan != nil && plan.applied {
+		forksWiped.Add(1)
+	}
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(x)
 	if errno != 0 {
@@ -500,12 +508,12 @@ var errnoText = sync.OnceValue(func() [][]byte {
 // forkBlocked forks this process with flags, all signals blocked around
 // the fork (the child keeps them blocked), and runs the sandbox's PID 1
 // in the child.
-func forkBlocked(flags uintptr, p *program, x *oneShotExec) (uintptr, syscall.Errno) {
+func forkBlocked(flags uintptr, p *program, x *oneShotExec, w *wipePlan) (uintptr, syscall.Errno) {
 	old, e := blockSignals()
 	if e != 0 {
 		return 0, e
 	}
-	pid, errno := forkChild(flags, p, x)
+	pid, errno := forkChild(flags, p, x, w)
 	setSignalMask(old)
 	return pid, errno
 }
@@ -523,13 +531,19 @@ func setSignalMask(m uint64) {
 	sys6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&m)), 0, 8, 0, 0)
 }
 
-// forkChild is the fork itself. The child never returns from it.
+// forkChild is the fork itself, with plan w when there is one. The child
+// never returns from it.
 //
 //go:nosplit
 //go:norace
-func forkChild(flags uintptr, p *program, x *oneShotExec) (uintptr, syscall.Errno) {
+func forkChild(flags uintptr, p *program, x *oneShotExec, w *wipePlan) (uintptr, syscall.Errno) {
+	wiped := w != nil && w.apply(here())
 	r, e := sys6(unix.SYS_CLONE, flags|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
 	if e != 0 || r != 0 {
+		if wiped {
+			w.clear()
+			w.applied = e == 0
+		}
 		return r, e
 	}
 	sandboxPID1(p, x)
