@@ -91,6 +91,9 @@ func heapPlan(p *program, x *oneShotExec) *wipePlan {
 		r.walk(reflect.ValueOf(&p.keep[i]).Elem())
 	}
 	r.walk(reflect.ValueOf(x))
+	for _, g := range childGlobals {
+		r.walk(reflect.ValueOf(*g))
+	}
 	if r.err != nil {
 		return nil
 	}

@@ -779,3 +779,8 @@ var (
 	limitFailed   = []byte("cannot set its memory limit: ")
 	filesFailed   = []byte("cannot set its open-files limit: ")
 )
+
+// childGlobals are this package's variables that what a fork's child
+// runs reads through a pointer: heapPlan keeps what they point to (today
+// static data, which a plan never touches).
+var childGlobals = []*[]byte{&notFound, &groupFailed, &countFailed, &noInterpreter, &closeFailed, &setsidFailed, &streamsFailed, &dirFailed, &limitFailed, &filesFailed, &superviseFailed}
