@@ -42,8 +42,9 @@ type wipePlan struct {
 	heap  span   // the heap's mapping: cleared again after the fork
 	gaps  []span // what of it the child gets as zero pages
 	stack span   // kept: the child runs on the calling goroutine's stack
-	// applied is set once a fork was made with the plan.
-	applied bool
+	// applied is set once a fork was made with the plan; stuck when its
+	// mark could not be cleared.
+	applied, stuck bool
 }
 
 // stackBelow and stackAbove are how much of the calling goroutine's
@@ -85,7 +86,7 @@ func heapPlan(p *program, x *oneShotExec) *wipePlan {
 	}
 	for i := range p.keep {
 		if b, ok := p.keep[i].([]byte); ok { // most of them: strings
-			r.keepRaw(unsafe.Pointer(unsafe.SliceData(b)), uintptr(cap(b)))
+			r.keep(unsafe.Pointer(unsafe.SliceData(b)), uintptr(cap(b)))
 			continue
 		}
 		r.walk(reflect.ValueOf(&p.keep[i]).Elem())
@@ -94,7 +95,12 @@ func heapPlan(p *program, x *oneShotExec) *wipePlan {
 	for _, g := range childGlobals {
 		r.walk(reflect.ValueOf(*g))
 	}
-	if r.err != nil {
+	if tp, ok := threadPointer(); ok {
+		// The child reloads its goroutine register from here (a runtime
+		// structure of this thread, in the heap), and never uses it.
+		r.kept = append(r.kept, span{tp - 64, tp + 64})
+	}
+	if r.err != nil || stuck.Load() {
 		return nil
 	}
 	// The stack as it is now, after the walk has grown it as deep as the
@@ -133,7 +139,7 @@ type reach struct {
 
 // keepRaw keeps [at, at+n) without scanning it.
 func (r *reach) keepRaw(at unsafe.Pointer, n uintptr) {
-	if n == 0 {
+	if at == nil || n == 0 {
 		return
 	}
 	s := span{uintptr(at), uintptr(at) + n}
@@ -148,20 +154,10 @@ func (r *reach) keepRaw(at unsafe.Pointer, n uintptr) {
 
 // keep keeps [at, at+n) and scans it for pointers into the heap.
 func (r *reach) keep(at unsafe.Pointer, n uintptr) {
-	if n > 0 {
+	if at != nil && n > 0 {
 		r.keepRaw(at, n)
 		r.scanned = append(r.scanned, at)
 		r.scanLen = append(r.scanLen, n)
-	}
-}
-
-// keepAs keeps [at, at+n), which holds values of t, and scans it when a
-// value of t may hold an address (a field as wide as one).
-func (r *reach) keepAs(at unsafe.Pointer, n uintptr, t reflect.Type) {
-	if mayHoldAddress(t) {
-		r.keep(at, n)
-	} else {
-		r.keepRaw(at, n)
 	}
 }
 
@@ -177,7 +173,7 @@ func (r *reach) walk(v reflect.Value) {
 			return
 		}
 		et := v.Type().Elem()
-		r.keepAs(v.UnsafePointer(), et.Size(), et)
+		r.keep(v.UnsafePointer(), et.Size())
 		if !hasPointers(et) {
 			return
 		}
@@ -192,7 +188,7 @@ func (r *reach) walk(v reflect.Value) {
 			return
 		}
 		et := v.Type().Elem()
-		r.keepAs(v.UnsafePointer(), uintptr(v.Cap())*et.Size(), et)
+		r.keep(v.UnsafePointer(), uintptr(v.Cap())*et.Size())
 		if hasPointers(et) {
 			for i := range v.Len() {
 				r.inside(v.Index(i))
@@ -200,7 +196,7 @@ func (r *reach) walk(v reflect.Value) {
 		}
 	case reflect.String:
 		if v.Len() > 0 {
-			r.keepRaw(unsafe.Pointer(unsafe.StringData(v.String())), uintptr(v.Len()))
+			r.keep(unsafe.Pointer(unsafe.StringData(v.String())), uintptr(v.Len()))
 		}
 	case reflect.Interface:
 		if v.IsNil() {
@@ -218,7 +214,7 @@ func (r *reach) walk(v reflect.Value) {
 			// A boxed value: the interface's second word points to it.
 			data := (*[2]unsafe.Pointer)(v.Addr().UnsafePointer())[1]
 			if !hasPointers(e.Type()) || uintptr(data) == 0 {
-				r.keepAs(data, e.Type().Size(), e.Type())
+				r.keep(data, e.Type().Size())
 				return
 			}
 			r.walk(reflect.NewAt(e.Type(), data))
@@ -263,13 +259,14 @@ func (r *reach) extents(v reflect.Value) {
 	// (NewAt: v may be an unexported field, which Interface refuses.)
 	switch q := reflect.NewAt(t, v.Addr().UnsafePointer()).Interface().(type) {
 	case *unix.Iovec:
-		r.keepRaw(unsafe.Pointer(q.Base), uintptr(q.Len))
+		r.keep(unsafe.Pointer(q.Base), uintptr(q.Len))
 	case *unix.Msghdr:
-		r.keepRaw(unsafe.Pointer(q.Name), uintptr(q.Namelen))
-		r.keepRaw(unsafe.Pointer(q.Control), uintptr(q.Controllen))
+		r.keep(unsafe.Pointer(q.Name), uintptr(q.Namelen))
+		r.keep(unsafe.Pointer(q.Control), uintptr(q.Controllen))
 		if q.Iov != nil {
+			r.keep(unsafe.Pointer(q.Iov), uintptr(q.Iovlen)*unsafe.Sizeof(*q.Iov))
 			for _, iov := range unsafe.Slice(q.Iov, q.Iovlen) {
-				r.keepRaw(unsafe.Pointer(iov.Base), uintptr(iov.Len))
+				r.keep(unsafe.Pointer(iov.Base), uintptr(iov.Len))
 			}
 		}
 	case *unix.SockFprog:
@@ -285,29 +282,17 @@ var (
 	sockFprogType = reflect.TypeFor[unix.SockFprog]()
 )
 
-// typeInfo caches, per type, what mayHoldAddress and hasPointers
-// report.
-var typeInfo sync.Map // reflect.Type → [2]bool
-
-func info(t reflect.Type) [2]bool {
-	if v, ok := typeInfo.Load(t); ok {
-		return v.([2]bool)
-	}
-	v := [2]bool{holdsAddress(t), holdsPointers(t)}
-	typeInfo.Store(t, v)
-	return v
-}
-
-// mayHoldAddress reports whether values of t have a field as wide as an
-// address, which the kernel could be told to follow.
-func mayHoldAddress(t reflect.Type) bool { return info(t)[0] }
+// pointerTypes caches, per type, what hasPointers reports.
+var pointerTypes sync.Map // reflect.Type → bool
 
 // hasPointers reports whether values of t hold Go pointers.
-func hasPointers(t reflect.Type) bool { return info(t)[1] }
-
-// holdsAddress: a field as wide as an address.
-func holdsAddress(t reflect.Type) bool {
-	return anyPart(t, func(t reflect.Type) bool { return t.Size() >= unsafe.Sizeof(uintptr(0)) })
+func hasPointers(t reflect.Type) bool {
+	if v, ok := pointerTypes.Load(t); ok {
+		return v.(bool)
+	}
+	v := holdsPointers(t)
+	pointerTypes.Store(t, v)
+	return v
 }
 
 // holdsPointers: a field the garbage collector follows.
@@ -458,6 +443,14 @@ func mappingOf(a uintptr) (span, bool) {
 	if err != nil {
 		return span{}, false
 	}
+	return anonMapping(maps, a)
+}
+
+// anonMapping is the mapping of a /proc/pid/maps listing that holds a,
+// when it is private, anonymous and writable: no file, and no name but
+// one the kernel shows for a named anonymous mapping ("[anon:...]", as
+// Go names its heap where the kernel lets it).
+func anonMapping(maps []byte, a uintptr) (span, bool) {
 	for line := range bytes.Lines(maps) {
 		f := bytes.Fields(line)
 		if len(f) < 5 {
@@ -472,8 +465,9 @@ func mappingOf(a uintptr) (span, bool) {
 		if err1 != nil || err2 != nil || a < uintptr(l) || a >= uintptr(h) {
 			continue
 		}
-		// perms, offset, device, inode; no path: anonymous.
-		anon := len(f) == 5 && string(f[4]) == "0"
+		// perms, offset, device, inode, and a name, if any.
+		name := bytes.TrimSpace(bytes.Join(f[5:], []byte{' '}))
+		anon := string(f[4]) == "0" && (len(name) == 0 || bytes.HasPrefix(name, []byte("[anon:")))
 		return span{uintptr(l), uintptr(h)}, anon && string(f[1]) == "rw-p"
 	}
 	return span{}, false
@@ -505,22 +499,32 @@ func (w *wipePlan) apply(sp uintptr) bool {
 	}
 	for _, g := range w.gaps { // (range: no bounds check)
 		if _, e := sys6(unix.SYS_MADVISE, g.lo, g.hi-g.lo, unix.MADV_WIPEONFORK, 0, 0, 0); e != 0 {
-			w.clear()
+			w.stuck = !w.clear()
 			return false
 		}
 	}
 	return true
 }
 
-// clear undoes apply: the whole mapping forks whole again.
+// clear undoes apply: the whole mapping forks whole again. It reports
+// whether it could.
 //
 //go:nosplit
 //go:norace
-func (w *wipePlan) clear() {
+func (w *wipePlan) clear() bool {
 	if _, e := sys6(unix.SYS_MADVISE, w.heap.lo, w.heap.hi-w.heap.lo, unix.MADV_KEEPONFORK, 0, 0, 0); e == 0 {
-		return
+		return true
 	}
-	for _, g := range w.gaps {
-		sys6(unix.SYS_MADVISE, g.lo, g.hi-g.lo, unix.MADV_KEEPONFORK, 0, 0, 0)
+	ok := true
+	for _, g := range w.gaps { // (range: no bounds check)
+		if _, e := sys6(unix.SYS_MADVISE, g.lo, g.hi-g.lo, unix.MADV_KEEPONFORK, 0, 0, 0); e != 0 {
+			ok = false
+		}
 	}
+	return ok
 }
+
+// stuck is set once a plan's mark could not be cleared: this process
+// then makes no more plans, and a fork of its own (os/exec's) may find
+// part of its heap zero in the child, which fails that child.
+var stuck atomic.Bool

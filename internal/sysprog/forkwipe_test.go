@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
@@ -42,6 +45,11 @@ func TestOneShotChildHoldsOnlyTheHeapItUses(t *testing.T) {
 	}()
 	var child, parent int64
 	for deadline := time.Now().Add(10 * time.Second); child == 0; time.Sleep(20 * time.Millisecond) {
+		select {
+		case r := <-done:
+			t.Fatalf("the one-shot ended before its PID 1 was seen: %v, output %q", r.err, r.out)
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("no one-shot PID 1 among this process's children within 10 s")
 		}
@@ -86,8 +94,8 @@ func children(t *testing.T) []int {
 	return pids
 }
 
-// rssOf is the resident size of process pid's mappings within m, from
-// its smaps (a fork made with a plan has m in pieces).
+// rssOf is the resident size of process pid's mappings that overlap m,
+// from its smaps (a fork made with a plan has m in pieces).
 func rssOf(pid int, m span) (int64, bool) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
 	if err != nil {
@@ -99,11 +107,8 @@ func rssOf(pid int, m span) (int64, bool) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if r, _, ok := strings.Cut(line, " "); ok && strings.Contains(r, "-") && !strings.HasSuffix(r, ":") {
-			lo, hi, _ := strings.Cut(r, "-")
-			l, err1 := strconv.ParseUint(lo, 16, 64)
-			h, err2 := strconv.ParseUint(hi, 16, 64)
-			in = err1 == nil && err2 == nil && uintptr(l) >= m.lo && uintptr(h) <= m.hi
+		if r, ok := mappingRange(line); ok {
+			in = r.lo < m.hi && r.hi > m.lo
 			found = found || in
 			continue
 		}
@@ -118,37 +123,211 @@ func rssOf(pid int, m span) (int64, bool) {
 	return total, found
 }
 
-// A plan keeps every page a word it scans points to, and is void when a
-// word points into the heap outside what is kept.
+// A plan keeps every page the child uses, and is void when a word it
+// scans points into the heap outside what is kept: through an op's
+// argument, a kept struct's field, a value boxed in an interface, an op's
+// patch, a message header's buffers or the exec data.
 func TestHeapPlanKeepsWhatTheChildUsesOrIsVoid(t *testing.T) {
 	type pointsTo struct{ at uintptr }
-	elsewhere := make([]byte, 64<<10) // a heap object the program does not keep
+	type boxed struct{ a, b uintptr }
 	b := newBuilder()
 	path := b.str("/some/path")
 	target := &pointsTo{}
 	b.call("a call", 0, path, ptr(b, target))
+	boxIndex := len(b.p.keep)
+	b.p.keep = append(b.p.keep, any(boxed{})) // a struct kept by value, boxed
+	buf := make([]byte, 64)
+	iov := &unix.Iovec{Base: &buf[0], Len: uint64(len(buf))}
+	msg := &unix.Msghdr{Iov: iov, Iovlen: 1}
+	b.call("a message", unix.SYS_GETPID, ptr(b, msg))
+	patched := new(int32)
+	b.call("a patch", unix.SYS_GETPID).patch = patched
 	p, err := b.build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := newCommandExec(b.str, wire.Job{Argv: []string{"true"}, Env: []string{"PATH=/bin"}}, []string{"/bin/true"})
-	plan := heapPlan(p, x)
+	// A heap object away from everything kept, the stack's window
+	// included (where the heap is laid out is the runtime's affair: try
+	// a few).
+	var pool [][]byte
+	var elsewhere uintptr
+	var plan *wipePlan
+	for range 32 {
+		e := make([]byte, 256<<10)
+		pool = append(pool, e)
+		plan = heapPlan(p, x)
+		a := uintptr(unsafe.Pointer(&e[128<<10]))
+		if plan != nil && a >= plan.heap.lo && a < plan.heap.hi && (a+(128<<10) < plan.stack.lo || a-(128<<10) >= plan.stack.hi) {
+			elsewhere = a
+			break
+		}
+	}
 	if plan == nil {
 		t.Fatal("no plan for a program that keeps all it points to")
 	}
-	for _, a := range []uintptr{path, uintptr(unsafe.Pointer(target)), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&p.ops[0])), x.argv[0], x.paths[0], uintptr(unsafe.Pointer(&x.errText[5][0])), here()} {
+	if elsewhere == 0 {
+		t.Fatal("no heap object found away from the stack kept")
+	}
+	used := []uintptr{path, uintptr(unsafe.Pointer(target)), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&p.ops[0])),
+		uintptr(unsafe.Pointer(&p.ops[len(p.ops)-1])), uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(iov)),
+		uintptr(unsafe.Pointer(patched)), x.argv[0], x.paths[0], uintptr(unsafe.Pointer(&x.errText[5][0])), uintptr(unsafe.Pointer(x)), here()}
+	for _, a := range used {
 		if within(plan.gaps, a) {
 			t.Errorf("%#x, which the child uses, is wiped", a)
 		}
 	}
-	if !within(plan.gaps, uintptr(unsafe.Pointer(&elsewhere[32<<10]))) {
+	if !within(plan.gaps, elsewhere) {
 		t.Error("a heap object the child does not use is kept")
 	}
-	target.at = uintptr(unsafe.Pointer(&elsewhere[32<<10])) // as a kernel struct's pointer field would be
-	if heapPlan(p, x) != nil {
-		t.Error("a plan was made though a kept struct points into the heap outside what is kept")
+	boxAt := (*[2]unsafe.Pointer)(unsafe.Pointer(&b.p.keep[boxIndex]))[1]
+	for _, c := range []struct {
+		name        string
+		point, undo func()
+	}{
+		{"a kept struct's field", func() { target.at = elsewhere }, func() { target.at = 0 }},
+		{"an op's argument", func() { p.ops[0].args[3] = elsewhere }, func() { p.ops[0].args[3] = 0 }},
+		{"a boxed value", func() { (*boxed)(boxAt).b = elsewhere }, func() { (*boxed)(boxAt).b = 0 }},
+		{"a message's buffer", func() { *(*uintptr)(unsafe.Pointer(&buf[8])) = elsewhere }, func() { clear(buf) }},
+		{"the exec data", func() { x.dir = elsewhere }, func() { x.dir = 0 }},
+	} {
+		c.point()
+		if heapPlan(p, x) != nil {
+			t.Errorf("%s points into the heap outside what is kept, and a plan was made", c.name)
+		}
+		c.undo()
+		if heapPlan(p, x) == nil {
+			t.Errorf("%s points nowhere again, and no plan was made", c.name)
+		}
 	}
-	runtime.KeepAlive(elsewhere)
+	runtime.KeepAlive(pool)
+}
+
+// A plan holds only at the stack it was made on, and leaves no mark
+// behind either way.
+func TestHeapPlanAppliesOnlyOnItsStack(t *testing.T) {
+	b := newBuilder()
+	b.call("a call", unix.SYS_GETPID)
+	p, err := b.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newCommandExec(b.str, wire.Job{Argv: []string{"true"}}, []string{"/bin/true"})
+	plan := heapPlan(p, x)
+	if plan == nil {
+		t.Fatal("no plan")
+	}
+	if plan.apply(plan.stack.hi + 1<<20) {
+		plan.clear()
+		t.Error("a plan applied on a stack it was not made on")
+	}
+	if !plan.apply(here()) {
+		t.Fatal("a plan did not apply on its own stack")
+	}
+	if n := marked(t, plan.heap); n == 0 {
+		t.Error("an applied plan marked nothing")
+	}
+	if !plan.clear() {
+		t.Fatal("clear failed")
+	}
+	if n := marked(t, plan.heap); n != 0 {
+		t.Errorf("%d mappings still wiped on fork after clear", n)
+	}
+}
+
+// marked counts this process's mappings in m wiped on fork ("wf"; the
+// runtime keeps others so, for its random state).
+func marked(t *testing.T, m span) int {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, in := 0, false
+	for line := range strings.Lines(string(b)) {
+		if r, ok := mappingRange(line); ok {
+			in = r.lo < m.hi && r.hi > m.lo
+			continue
+		}
+		if f, ok := strings.CutPrefix(line, "VmFlags:"); ok && in && slices.Contains(strings.Fields(f), "wf") {
+			n++
+		}
+	}
+	return n
+}
+
+// mappingRange is the range of an smaps line that opens a mapping.
+func mappingRange(line string) (span, bool) {
+	r, _, ok := strings.Cut(line, " ")
+	if !ok || strings.HasSuffix(r, ":") {
+		return span{}, false
+	}
+	lo, hi, ok := strings.Cut(r, "-")
+	l, err1 := strconv.ParseUint(lo, 16, 64)
+	h, err2 := strconv.ParseUint(hi, 16, 64)
+	return span{uintptr(l), uintptr(h)}, ok && err1 == nil && err2 == nil
+}
+
+// A program that is not whole (its ops read as zeros, or cut short of
+// its end) fails instead of passing, and so do exec data read as zeros.
+func TestZeroedProgramOrExecDataFails(t *testing.T) {
+	b := newBuilder()
+	b.call("a call", unix.SYS_GETPID)
+	p, err := b.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, _ := p.run(); i >= 0 {
+		t.Fatalf("a whole program failed at op %d", i)
+	}
+	for _, c := range []struct {
+		name string
+		p    *program
+	}{
+		{"no ops", &program{}},
+		{"ops read as zeros", &program{ops: make([]op, len(p.ops))}},
+		{"cut short", &program{ops: p.ops[:len(p.ops)-1]}},
+		{"an end with another mark", &program{ops: append(slices.Clone(p.ops[:len(p.ops)-1]), op{kind: opEnd})}},
+		{"an end before the last op", &program{ops: append(slices.Clone(p.ops), p.ops[0])}},
+	} {
+		if i, _ := c.p.run(); i < 0 {
+			t.Errorf("%s: the program passed", c.name)
+		}
+	}
+	if _, e, code := startCommand(&oneShotExec{}); e != unix.EINVAL || code != 126 {
+		t.Errorf("exec data read as zeros: startCommand gave %v, %d; want EINVAL, 126", e, code)
+	}
+}
+
+// The heap's mapping is found in a maps listing, named or not, and only
+// when it is private, anonymous and writable.
+func TestAnonMappingFindsTheHeap(t *testing.T) {
+	maps := []byte(`00400000-00669000 r-xp 00000000 fe:00 10846674                           /tmp/oneshot
+00918000-00970000 rw-p 00518000 fe:00 10846674                           /tmp/one shot
+c000000000-c000400000 rw-p 00000000 00:00 0 
+c000400000-c004000000 ---p 00000000 00:00 0 
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0                          [anon: Go: heap]
+7f0000100000-7f0000200000 rw-s 00000000 00:01 1234                       /dev/zero (deleted)
+7f0000200000-7f0000300000 rw-p 00000000 00:00 0                          [stack]
+`)
+	cases := []struct {
+		a    uintptr
+		want span
+		ok   bool
+	}{
+		{0xc000001000, span{0xc000000000, 0xc000400000}, true},
+		{0x7f0000000010, span{0x7f0000000000, 0x7f0000100000}, true},
+		{0x00918000, span{0x00918000, 0x00970000}, false},
+		{0xc000400000, span{0xc000400000, 0xc004000000}, false},
+		{0x7f0000100000, span{0x7f0000100000, 0x7f0000200000}, false},
+		{0x7f0000200000, span{0x7f0000200000, 0x7f0000300000}, false},
+		{0x1000, span{}, false},
+	}
+	for _, c := range cases {
+		got, ok := anonMapping(maps, c.a)
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("anonMapping(%#x) = %v, %v; want %v, %v", c.a, got, ok, c.want, c.ok)
+		}
+	}
 }
 
 func TestGapsAreWhatIsNotKept(t *testing.T) {

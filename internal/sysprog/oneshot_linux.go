@@ -213,6 +213,9 @@ func RunOnce(ctx context.Context, job wire.Job, stdin, stdout, stderr *os.File, 
 	if plan != nil && plan.applied {
 		forksWiped.Add(1)
 	}
+	if plan != nil && plan.stuck {
+		stuck.Store(true)
+	}
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(x)
 	if errno != 0 {
@@ -387,6 +390,10 @@ type oneShotRecord struct {
 // raw system calls: the one-shot's PID 1 (newOneShotExec) and a helper's
 // spawn use it.
 type oneShotExec struct {
+	// mark is execMark in exec data made by newCommandExec: a child that
+	// finds anything else (memory it was not given: see heapPlan) starts
+	// nothing.
+	mark   uint64
 	status uint8 // the program's slot of the status pipe
 	// group is a file of the commands' group (cgroup.procs, or a thread
 	// file for a single-threaded child) the child writes itself into
@@ -440,7 +447,7 @@ func newOneShotExec(b *builder, job wire.Job, status uint8) *oneShotExec {
 // bounds memory; no group, streams as they are, no directory change.
 // str keeps a NUL-terminated copy of a string and returns its address.
 func newCommandExec(str func(string) uintptr, job wire.Job, paths []string) *oneShotExec {
-	x := &oneShotExec{group: -1, count: -1, stdio: [3]int32{-1, -1, -1}, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
+	x := &oneShotExec{mark: execMark, group: -1, count: -1, stdio: [3]int32{-1, -1, -1}, prefix: []byte("hutch: " + job.Argv[0] + ": "), errText: errnoText()}
 	for _, c := range paths {
 		x.paths = append(x.paths, str(c))
 	}
@@ -468,6 +475,9 @@ func newCommandExec(str func(string) uintptr, job wire.Job, paths []string) *one
 	}
 	return x
 }
+
+// execMark marks exec data as whole (oneShotExec.mark).
+const execMark = 0x6875746368_657865 // "hutchexe"
 
 // rlimitStep is a resource limit a command's child sets on itself.
 type rlimitStep struct {
@@ -541,7 +551,7 @@ func forkChild(flags uintptr, p *program, x *oneShotExec, w *wipePlan) (uintptr,
 	r, e := sys6(unix.SYS_CLONE, flags|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
 	if e != 0 || r != 0 {
 		if wiped {
-			w.clear()
+			w.stuck = !w.clear()
 			w.applied = e == 0
 		}
 		return r, e
@@ -557,6 +567,9 @@ func forkChild(flags uintptr, p *program, x *oneShotExec, w *wipePlan) (uintptr,
 //go:nosplit
 //go:norace
 func sandboxPID1(p *program, x *oneShotExec) {
+	if x.mark != execMark {
+		report(p, x, recSetup, -1, uintptr(unix.EINVAL))
+	}
 	if i, e := p.run(); i >= 0 {
 		report(p, x, recSetup, int32(i), e)
 	}
@@ -622,6 +635,9 @@ func report(p *program, x *oneShotExec, kind, op int32, errno uintptr) {
 //go:nosplit
 //go:norace
 func startCommand(x *oneShotExec) (what []byte, e syscall.Errno, code uintptr) {
+	if x.mark != execMark {
+		return nil, unix.EINVAL, 126
+	}
 	for sig := uintptr(1); sig <= 64; sig++ {
 		if sig != uintptr(unix.SIGKILL) && sig != uintptr(unix.SIGSTOP) {
 			sys6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&x.dfl)), 0, 8, 0, 0)

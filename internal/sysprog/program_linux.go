@@ -32,13 +32,20 @@ type program struct {
 
 const slotCount = 256 // a uint8 indexes every slot
 
-// The kinds of op.
+// The kinds of op. None is zero: memory a program does not own (a page
+// a fork's child got as zeros, see heapPlan) is never a step that
+// passes.
 const (
-	opCall   = iota // the system call nr with args
-	opType          // fstat slot in[0]; its file type must be args[0]
-	opJump          // skip `skip` ops
-	opExpect        // slot in[0] must hold args[0]
+	opCall   = 1 + iota // the system call nr with args
+	opType              // fstat slot in[0]; its file type must be args[0]
+	opJump              // skip `skip` ops
+	opExpect            // slot in[0] must hold args[0]
+	opEnd               // the program's last op, with args[0] endMark
 )
+
+// endMark is the end op's mark: run fails a program that does not end
+// with it, so a list of ops cut short (or read as zeros) never passes.
+const endMark = 0x6875746368_656e64 // "hutchend"
 
 // An op is one step of a program.
 type op struct {
@@ -74,6 +81,11 @@ func (p *program) run() (int, uintptr) {
 	for i := 0; i < n; i++ {
 		o := &p.ops[i]
 		switch o.kind {
+		case opEnd:
+			if o.args[0] != endMark || i != n-1 {
+				return i, uintptr(unix.EINVAL)
+			}
+			return -1, 0
 		case opJump:
 			i += int(o.skip)
 			continue
@@ -94,6 +106,9 @@ func (p *program) run() (int, uintptr) {
 				i += int(o.skip)
 			}
 			continue
+		case opCall:
+		default:
+			return i, uintptr(unix.EINVAL)
 		}
 		a := o.args
 		for j := 0; j < 6; j++ {
@@ -116,7 +131,7 @@ func (p *program) run() (int, uintptr) {
 			p.slots[o.out] = r
 		}
 	}
-	return -1, 0
+	return n, uintptr(unix.EINVAL) // no end op: not a whole program
 }
 
 // exec runs the program in this process and describes a failure.
@@ -129,6 +144,9 @@ func (p *program) exec() error {
 func (p *program) failure(i int, errno uintptr) error {
 	if i < 0 {
 		return nil
+	}
+	if i >= len(p.ops) || i >= len(p.what) {
+		return fmt.Errorf("the program of system calls ran past its end: %w", syscall.Errno(errno))
 	}
 	if errno == errTypeChanged && p.ops[i].kind == opType {
 		return fmt.Errorf("%s: the path changed type while the sandbox was built", p.what[i])
@@ -272,6 +290,9 @@ func (b *builder) build() (*program, error) {
 	}
 	if len(b.p.ops) > 1<<15 {
 		return nil, fmt.Errorf("the sandbox takes too many steps to build: use fewer policy paths")
+	}
+	if n := len(b.p.ops); n == 0 || b.p.ops[n-1].kind != opEnd {
+		b.add("the program's end", op{kind: opEnd, args: [6]uintptr{endMark}})
 	}
 	return b.p, nil
 }
