@@ -48,17 +48,26 @@ func ProcessStart(pid int) (uint64, error) {
 	return start, nil
 }
 
+// StatFields are the fields of a /proc/PID/stat line after the command
+// name, which is in parentheses and may hold any byte but NUL, spaces and
+// ')' included: f[0] is field 3 (the state), f[n-3] field n. ok is false
+// when the line has no command name or ends before field upTo.
+func StatFields(b []byte, upTo int) (f []string, ok bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f = strings.Fields(string(b[i+1:]))
+	return f, len(f) >= upTo-2
+}
+
 // ParseStat reads the fields of a /proc/PID/stat after the command name,
 // which may itself hold spaces and parentheses: state (3: zombie for Z
 // and X), ppid (4), starttime (22). ok is false when b has no such
 // fields.
 func ParseStat(b []byte) (ppid int, zombie bool, start uint64, ok bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false, 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
+	f, ok := StatFields(b, 22)
+	if !ok {
 		return 0, false, 0, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -131,10 +132,15 @@ type seenKey struct {
 type reach struct {
 	heap    span
 	kept    []span
-	scanned []unsafe.Pointer // bases of kept spans to scan, with scanLen
-	scanLen []uintptr
+	scanned []block // kept memory read for pointers
 	seen    map[seenKey]bool
 	err     error
+}
+
+// block is n bytes of memory at at.
+type block struct {
+	at unsafe.Pointer
+	n  uintptr
 }
 
 // keepRaw keeps [at, at+n) without scanning it.
@@ -156,8 +162,7 @@ func (r *reach) keepRaw(at unsafe.Pointer, n uintptr) {
 func (r *reach) keep(at unsafe.Pointer, n uintptr) {
 	if at != nil && n > 0 {
 		r.keepRaw(at, n)
-		r.scanned = append(r.scanned, at)
-		r.scanLen = append(r.scanLen, n)
+		r.scanned = append(r.scanned, block{at, n})
 	}
 }
 
@@ -327,12 +332,12 @@ func anyPart(t reflect.Type, leaf func(reflect.Type) bool) bool {
 // points into the heap's mapping points into kept (sorted, merged).
 func (r *reach) covered(kept []span) bool {
 	const w = unsafe.Sizeof(uintptr(0))
-	for i, base := range r.scanned {
-		skip := (w - uintptr(base)%w) % w
-		if r.scanLen[i] <= skip {
+	for _, b := range r.scanned {
+		skip := (w - uintptr(b.at)%w) % w
+		if b.n <= skip {
 			continue
 		}
-		words := unsafe.Slice((*uintptr)(unsafe.Add(base, skip)), (r.scanLen[i]-skip)/w)
+		words := unsafe.Slice((*uintptr)(unsafe.Add(b.at, skip)), (b.n-skip)/w)
 		for _, a := range words {
 			if a >= r.heap.lo && a < r.heap.hi && !within(kept, a) {
 				return false
@@ -362,10 +367,9 @@ func within(spans []span, a uintptr) bool {
 // merge sorts spans, widens each to whole units of size unit (a power of
 // two) and joins those that touch.
 func merge(spans []span, unit uintptr) []span {
-	page := unit
 	out := make([]span, 0, len(spans))
 	for _, s := range spans {
-		out = append(out, span{s.lo &^ (page - 1), (s.hi + page - 1) &^ (page - 1)})
+		out = append(out, span{s.lo &^ (unit - 1), (s.hi + unit - 1) &^ (unit - 1)})
 	}
 	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
 	n := 0
@@ -456,21 +460,25 @@ func anonMapping(maps []byte, a uintptr) (span, bool) {
 		if len(f) < 5 {
 			continue
 		}
-		lo, hi, ok := bytes.Cut(f[0], []byte{'-'})
-		if !ok {
-			continue
-		}
-		l, err1 := strconv.ParseUint(string(lo), 16, 64)
-		h, err2 := strconv.ParseUint(string(hi), 16, 64)
-		if err1 != nil || err2 != nil || a < uintptr(l) || a >= uintptr(h) {
+		m, ok := mapsRange(string(f[0]))
+		if !ok || a < m.lo || a >= m.hi {
 			continue
 		}
 		// perms, offset, device, inode, and a name, if any.
 		name := bytes.TrimSpace(bytes.Join(f[5:], []byte{' '}))
 		anon := string(f[4]) == "0" && (len(name) == 0 || bytes.HasPrefix(name, []byte("[anon:")))
-		return span{uintptr(l), uintptr(h)}, anon && string(f[1]) == "rw-p"
+		return m, anon && string(f[1]) == "rw-p"
 	}
 	return span{}, false
+}
+
+// mapsRange is the range of a mapping as /proc/pid/maps and smaps write
+// it ("lo-hi", in hexadecimal).
+func mapsRange(field string) (span, bool) {
+	lo, hi, ok := strings.Cut(field, "-")
+	l, err1 := strconv.ParseUint(lo, 16, 64)
+	h, err2 := strconv.ParseUint(hi, 16, 64)
+	return span{uintptr(l), uintptr(h)}, ok && err1 == nil && err2 == nil
 }
 
 // here is an address on the caller's stack, just below its frame.

@@ -1,7 +1,6 @@
 package sysprog
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -95,32 +94,40 @@ func children(t *testing.T) []int {
 }
 
 // rssOf is the resident size of process pid's mappings that overlap m,
-// from its smaps (a fork made with a plan has m in pieces).
-func rssOf(pid int, m span) (int64, bool) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
+// from its smaps (a fork made with a plan has m in pieces); ok is false
+// when none does or smaps cannot be read.
+func rssOf(pid int, m span) (total int64, ok bool) {
+	err := smapsOf(pid, m, func(key, value string) {
+		ok = true
+		if key == "Rss" {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(value, "kB")), 10, 64)
+			if err == nil {
+				total += kb << 10
+			}
+		}
+	})
+	return total, ok && err == nil
+}
+
+// smapsOf calls each with every "key: value" line of process pid's
+// smaps that describes a mapping overlapping m.
+func smapsOf(pid int, m span, each func(key, value string)) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 	if err != nil {
-		return 0, false
+		return err
 	}
-	defer f.Close()
-	var total int64
-	in, found := false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if r, ok := mappingRange(line); ok {
+	in := false
+	for line := range strings.Lines(string(b)) {
+		first, _, _ := strings.Cut(line, " ")
+		if r, ok := mapsRange(first); ok { // a mapping's own line
 			in = r.lo < m.hi && r.hi > m.lo
-			found = found || in
 			continue
 		}
-		if v, ok := strings.CutPrefix(line, "Rss:"); ok && in {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0, false
-			}
-			total += kb << 10
+		if key, value, ok := strings.Cut(line, ":"); ok && in {
+			each(key, strings.TrimSpace(value))
 		}
 	}
-	return total, found
+	return nil
 }
 
 // A plan keeps every page the child uses, and is void when a word it
@@ -206,12 +213,7 @@ func TestHeapPlanKeepsWhatTheChildUsesOrIsVoid(t *testing.T) {
 // A plan holds only at the stack it was made on, and leaves no mark
 // behind either way.
 func TestHeapPlanAppliesOnlyOnItsStack(t *testing.T) {
-	b := newBuilder()
-	b.call("a call", unix.SYS_GETPID)
-	p, err := b.build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, p := getpidProgram(t)
 	x := newCommandExec(b.str, wire.Job{Argv: []string{"true"}}, []string{"/bin/true"})
 	plan := heapPlan(p, x)
 	if plan == nil {
@@ -238,44 +240,33 @@ func TestHeapPlanAppliesOnlyOnItsStack(t *testing.T) {
 // marked counts this process's mappings in m wiped on fork ("wf"; the
 // runtime keeps others so, for its random state).
 func marked(t *testing.T, m span) int {
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, in := 0, false
-	for line := range strings.Lines(string(b)) {
-		if r, ok := mappingRange(line); ok {
-			in = r.lo < m.hi && r.hi > m.lo
-			continue
-		}
-		if f, ok := strings.CutPrefix(line, "VmFlags:"); ok && in && slices.Contains(strings.Fields(f), "wf") {
+	n := 0
+	err := smapsOf(os.Getpid(), m, func(key, value string) {
+		if key == "VmFlags" && slices.Contains(strings.Fields(value), "wf") {
 			n++
 		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
 
-// mappingRange is the range of an smaps line that opens a mapping.
-func mappingRange(line string) (span, bool) {
-	r, _, ok := strings.Cut(line, " ")
-	if !ok || strings.HasSuffix(r, ":") {
-		return span{}, false
-	}
-	lo, hi, ok := strings.Cut(r, "-")
-	l, err1 := strconv.ParseUint(lo, 16, 64)
-	h, err2 := strconv.ParseUint(hi, 16, 64)
-	return span{uintptr(l), uintptr(h)}, ok && err1 == nil && err2 == nil
-}
-
-// A program that is not whole (its ops read as zeros, or cut short of
-// its end) fails instead of passing, and so do exec data read as zeros.
-func TestZeroedProgramOrExecDataFails(t *testing.T) {
+// getpidProgram is a built program of one harmless call, and its builder.
+func getpidProgram(t *testing.T) (*builder, *program) {
 	b := newBuilder()
 	b.call("a call", unix.SYS_GETPID)
 	p, err := b.build()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, p
+}
+
+// A program that is not whole (its ops read as zeros, or cut short of
+// its end) fails instead of passing, and so do exec data read as zeros.
+func TestZeroedProgramOrExecDataFails(t *testing.T) {
+	_, p := getpidProgram(t)
 	if i, _ := p.run(); i >= 0 {
 		t.Fatalf("a whole program failed at op %d", i)
 	}
@@ -391,4 +382,18 @@ func BenchmarkHeapPlan(b *testing.B) {
 			plan.clear()
 		}
 	})
+}
+
+// Once a mark could not be cleared, the process makes no more plans.
+func TestStuckMarkStopsPlans(t *testing.T) {
+	b, p := getpidProgram(t)
+	x := newCommandExec(b.str, wire.Job{Argv: []string{"true"}}, []string{"/bin/true"})
+	if heapPlan(p, x) == nil {
+		t.Fatal("no plan before any mark was stuck")
+	}
+	stuck.Store(true)
+	defer stuck.Store(false)
+	if heapPlan(p, x) != nil {
+		t.Error("a plan was made after a mark could not be cleared")
+	}
 }

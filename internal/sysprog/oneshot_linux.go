@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -332,16 +331,12 @@ var argArea = sync.OnceValues(func() (area [2]uintptr, ok bool) {
 	if err != nil {
 		return area, false
 	}
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
+	f, ok := boundary.StatFields(stat, 49)
+	if !ok {
 		return area, false
 	}
-	f := strings.Fields(string(stat[i+1:])) // from field 3
-	if len(f) < 47 {
-		return area, false
-	}
-	s, err1 := strconv.ParseUint(f[45], 10, 64)
-	e, err2 := strconv.ParseUint(f[46], 10, 64)
+	s, err1 := strconv.ParseUint(f[48-3], 10, 64)
+	e, err2 := strconv.ParseUint(f[49-3], 10, 64)
 	return [2]uintptr{uintptr(s), uintptr(e)}, err1 == nil && err2 == nil
 })
 

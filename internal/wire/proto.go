@@ -316,11 +316,6 @@ func (c *Conn) Recv(v any) ([]*os.File, error) {
 	return files, nil
 }
 
-// Close closes the socket once; later sends fail with fs.ErrClosed.
-//
-// It does not wait for a Send or Recv in progress: closing the file wakes
-// them in the poller and they fail; the descriptor is released once they
-// have returned, so no later file is touched.
 // Dup returns a new descriptor of the socket, close-on-exec, to pass to
 // another process (which then speaks on it in this Conn's stead: records
 // of the two would interleave). Close the Conn once it is passed on.
@@ -332,6 +327,11 @@ func (c *Conn) Dup() (*os.File, error) {
 	return os.NewFile(uintptr(fd), "hutch-conn"), nil
 }
 
+// Close closes the socket once; later sends fail with fs.ErrClosed.
+//
+// It does not wait for a Send or Recv in progress: closing the file wakes
+// them in the poller and they fail; the descriptor is released once they
+// have returned, so no later file is touched.
 func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil

@@ -7,13 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/sandbox"
 )
@@ -141,19 +141,14 @@ func exiting(pid int) bool {
 	return !ok || flags&pfExiting != 0
 }
 
-// statFlags is the flags field of a /proc/pid/stat line: the seventh
-// field after the command name, which is in parentheses and may hold any byte
-// but NUL, ')' included. ok is false for a line not of that form.
+// statFlags is the flags field (9) of a /proc/pid/stat line; ok is false
+// for a line not of that form (see boundary.StatFields).
 func statFlags(stat string) (flags uint64, ok bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
+	f, ok := boundary.StatFields([]byte(stat), 9)
+	if !ok {
 		return 0, false
 	}
-	f := strings.Fields(stat[i+1:]) // state ppid pgrp session tty_nr tpgid flags ...
-	if len(f) < 7 {
-		return 0, false
-	}
-	flags, err := strconv.ParseUint(f[6], 10, 64)
+	flags, err := strconv.ParseUint(f[9-3], 10, 64)
 	return flags, err == nil
 }
 
