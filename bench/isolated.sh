@@ -12,8 +12,9 @@
 # after a pause of 0.1 s (N_SPACED runs), as an agent calls a tool. As
 # root the two differ: a cgroup change may wait for a grace period of the
 # kernel's RCU, which runs back to back can find still running.
-# Usage: bench/isolated.sh [N] [N_SRT] [N_SPACED]
-#   (default 200 runs each, 20 for srt, 30 spaced)
+# Usage: [LOAD=K] bench/isolated.sh [N] [N_SRT] [N_SPACED]
+#   (default 200 runs each, 20 for srt, 30 spaced; LOAD=K times everything
+#   beside K busy loops, bench/load.sh, for the figures under load)
 # Needs: Go; root (or sudo) for apt-get when bwrap, socat or rg is missing;
 # node and npm (the npm registry, the first time) for srt, which is reported
 # as not run rather than failing the script when it cannot run here.
@@ -39,8 +40,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+. bench/load.sh
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'load_stop; rm -rf "$tmp"' EXIT
 mkdir "$tmp/cwd" # every contender starts here: empty, so srt scans nothing
 CGO_ENABLED=0 go build -o "$tmp/hutch" ./cmd/hutch
 go build -o "$tmp/timecmd" ./bench/timecmd
@@ -89,6 +91,7 @@ measure() {
   fi
 }
 
+load_start
 echo "== timing (fork+exec, hutch, bwrap: $n runs each; srt: $n_srt)" >&2
 measure fork "$n" 3 /bin/true
 measure emptygo "$n" 3 "$tmp/emptygo"
@@ -121,7 +124,7 @@ fi
 . /etc/os-release
 srt_ver=$( [ -x "$srt_bin" ] && "$srt_bin" --version 2>/dev/null || echo "not installed")
 node_ver=$(node -v 2>/dev/null || echo none)
-echo "host      $PRETTY_NAME, kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "host      $PRETTY_NAME, kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(load_label)"
 echo "hutch     $("$tmp/hutch" version) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
 echo "bwrap     $(bwrap --version)"
 echo "srt       @anthropic-ai/sandbox-runtime $srt_ver on node $node_ver (package asks node >=22.12)"
