@@ -534,7 +534,7 @@ func reaperMain() int {
 				}
 				killMu.Unlock()
 			default:
-				session.CloseFiles(files)
+				wire.CloseFiles(files)
 			}
 		}
 	}()
@@ -577,7 +577,7 @@ func cpuLimit(lim unix.Rlimit) time.Duration {
 
 // runReaped runs one command and ends every process it started.
 func runReaped(r wire.Request, files []*os.File) wire.Response {
-	defer session.CloseFiles(files)
+	defer wire.CloseFiles(files)
 	res := wire.Response{ID: r.ID}
 	if r.Job == nil || len(r.Job.Argv) == 0 || len(files) != 3 {
 		res.Err = wire.ToWire(errors.New("reaper: exec needs a command and three pipes"))
@@ -594,7 +594,7 @@ func runReaped(r wire.Request, files []*os.File) wire.Response {
 		res.Status = &st
 		return res
 	}
-	session.CloseFiles(files) // the command holds them now
+	wire.CloseFiles(files) // the command holds them now
 	var timedOut atomic.Bool
 	var stopTimer func()
 	if r.Timeout > 0 {

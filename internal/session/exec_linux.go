@@ -112,7 +112,7 @@ func unreachable() {
 // socket (fd 3), through conn; ok is false when anything else came.
 func recvStart(conn *wire.Conn) (req wire.Request, ok bool) {
 	files, err := conn.Recv(&req)
-	CloseFiles(files)
+	wire.CloseFiles(files)
 	return req, err == nil && req.Op == "start" && req.Job != nil
 }
 

@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
 	"github.com/hutchsandbox/hutch/internal/sysprog"
@@ -67,10 +66,4 @@ func InitMain() int {
 	}
 	s.serve()
 	return 0
-}
-
-func CloseFiles(files []*os.File) {
-	for _, f := range files {
-		f.Close()
-	}
 }

@@ -97,7 +97,7 @@ func RunnerMain() int {
 			// Before it is taken: a directory that is not there is an
 			// answer, and the command never starts.
 			if r.Job.Dir, err = commandDir(files, r.Job.Dir); err != nil {
-				CloseFiles(passed)
+				wire.CloseFiles(passed)
 				if err := conn.Send(wire.Response{ID: r.ID, Err: wire.ToWire(err)}); err != nil {
 					return 0
 				}
@@ -165,7 +165,7 @@ func dropSignals() {
 
 // runOne runs one command of the session and ends whatever it started.
 func runOne(job wire.Job, r wire.Request, passed []*os.File) wire.Response {
-	defer CloseFiles(passed)
+	defer wire.CloseFiles(passed)
 	res := wire.Response{ID: r.ID}
 	if r.Op != "exec" || r.Job == nil || len(r.Job.Argv) == 0 || len(passed) != 3 {
 		res.Err = wire.ToWire(errors.New("runner: exec needs a command and three pipes"))
@@ -176,7 +176,7 @@ func runOne(job wire.Job, r wire.Request, passed []*os.File) wire.Response {
 	if ok {
 		// The runner's copies of the streams close once the command runs:
 		// the host then sees end-of-file when the command's side closes.
-		st, err := startAndReap(job, prog, passed[0], passed[1], passed[2], func() { CloseFiles(passed) })
+		st, err := startAndReap(job, prog, passed[0], passed[1], passed[2], func() { wire.CloseFiles(passed) })
 		endAll()
 		if err != nil {
 			res.Err = wire.ToWire(err)
@@ -367,50 +367,4 @@ func (r *runner) discard() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	_ = r.conn.Close()
-}
-
-// runOutcome is how a command handed to a runner ended.
-type runOutcome int
-
-const (
-	answered    runOutcome = iota // the runner ran it and answered
-	interrupted                   // the runner went away mid-command (killed on timeout or cancel, or it died)
-	notTaken                      // the runner never said it took the command (it had retired, or was gone): the command never ran
-)
-
-// run hands one command to the runner and waits for its status. Unless
-// the outcome is answered (and res.Done is false), the runner is of no
-// further use; it has then also been reaped. A command that was not taken
-// goes elsewhere with the caller's copies of its streams; once the runner
-// took it, run closes them.
-//
-// The runner says it has taken the command before it starts it. A send
-// that fails never reached the runner (a message of the socket pair
-// arrives whole or not at all): when the runner is gone (EPIPE, its end
-// closed) the outcome is notTaken, as when it goes before saying it took
-// the command (it had retired, or was killed while idle or dying); any
-// other send error
-// leaves the runner idle, and is the answer. A runner that goes after it
-// took the command may have started it: interrupted.
-func (r *runner) run(id uint64, job *wire.Job, passed []*os.File) (res wire.Response, out runOutcome) {
-	out = notTaken
-	if err := r.conn.Send(wire.Request{ID: id, Op: "exec", Job: job}, passed...); err != nil {
-		if !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
-			res.Err = wire.ToWire(fmt.Errorf("handing the command to the runner: %w", err))
-			return res, answered
-		}
-	} else if _, err := r.conn.Recv(&res); err == nil && res.Taken {
-		out = interrupted
-		// Taken, the command will never go elsewhere: the init's copies
-		// of its streams close now, so the host sees end-of-file as the
-		// command's side closes, not after the answer.
-		CloseFiles(passed)
-		if _, err := r.conn.Recv(&res); err == nil {
-			return res, answered
-		}
-	} else if err == nil {
-		return res, answered // an answer without taking it: the runner refused the request
-	}
-	r.discard()
-	return res, out
 }

@@ -40,17 +40,8 @@ type server struct {
 	mu        sync.Mutex
 	execs     map[uint64]*exec.Cmd
 	cancelled map[uint64]bool // cancels that came before their exec started
-	// runner serves the session's commands one at a time (see runner);
-	// runnerBusy while it runs one.
-	runner     *runner
-	runnerBusy bool
-	// runnerKilled: a timeout or cancel killed the busy runner. Set and
-	// read under mu, so the runner is never kept once anything killed it.
-	runnerKilled bool
-	// lending: the host takes runners of its own (see lendRunner), and
-	// commands that come here take exec helpers. lentGone is closed once
-	// the last runner lent has been reaped.
-	lending  bool
+	// lentGone is closed once the last runner lent to the host (see
+	// lendRunner) has been reaped.
 	lentGone chan struct{}
 }
 
@@ -161,7 +152,7 @@ func (s *server) search(ctx context.Context, req wire.Request, passed []*os.File
 }
 
 func (s *server) handle(req wire.Request, passed []*os.File) {
-	defer CloseFiles(passed)
+	defer wire.CloseFiles(passed)
 	ctx := context.Background()
 	res := wire.Response{ID: req.ID}
 	var err error
@@ -204,7 +195,7 @@ func (s *server) handle(req wire.Request, passed []*os.File) {
 			// With its socket closed here, a runner the host never got
 			// sees end-of-file and leaves.
 			err = s.conn.Send(res, lent...)
-			CloseFiles(lent)
+			wire.CloseFiles(lent)
 			if err == nil {
 				return
 			}
@@ -213,9 +204,6 @@ func (s *server) handle(req wire.Request, passed []*os.File) {
 		s.mu.Lock()
 		if c := s.execs[req.Target]; c != nil && c.Process != nil {
 			_ = c.Process.Kill()
-			if s.runner != nil && c == s.runner.cmd {
-				s.runnerKilled = true
-			}
 		} else {
 			s.cancelled[req.Target] = true // the exec has not started yet
 		}
@@ -335,7 +323,7 @@ func (s *server) final(job wire.Job, req wire.Request, passed []*os.File, res *w
 	// The init's copies of the streams close once the command runs: the
 	// host then sees end-of-file as the command's side closes, not after
 	// this answer.
-	st, err := runConfined(job, passed[0], passed[1], passed[2], func() { CloseFiles(passed) })
+	st, err := runConfined(job, passed[0], passed[1], passed[2], func() { wire.CloseFiles(passed) })
 	// The command is done: whatever it left running goes now (PID 1 may
 	// signal every process of its namespace), so nothing outlives it and
 	// its output pipes close.
@@ -348,8 +336,10 @@ func (s *server) final(job wire.Job, req wire.Request, passed []*os.File, res *w
 }
 
 // exec runs one command: the only one of a one-shot sandbox from the init
-// itself, otherwise through the session's runner, or through a fresh exec
-// helper while the runner is busy.
+// itself, otherwise through a fresh exec helper. A session's commands
+// reach the init only when they cannot go to the runner it lends the host
+// (lendRunner): that runner is busy with another, or the session's
+// commands take no runner.
 func (s *server) exec(req wire.Request, passed []*os.File, res *wire.Response) error {
 	if len(passed) != 3 || req.Job == nil || len(req.Job.Argv) == 0 {
 		return errors.New("exec needs a command and three pipes")
@@ -362,9 +352,6 @@ func (s *server) exec(req wire.Request, passed []*os.File, res *wire.Response) e
 	job.Argv, job.Env, job.Dir = req.Job.Argv, req.Job.Env, dir
 	if req.Final {
 		return s.final(job, req, passed, res)
-	}
-	if r := s.takeRunner(); r != nil {
-		return s.execInRunner(r, req, &job, passed, res)
 	}
 	return s.execHelper(req, job, passed, res)
 }
@@ -401,26 +388,14 @@ var errNoLending = fmt.Errorf("%w: this session's commands take no runner", sand
 // enforces their timeouts (killing it through the pidfd) and lets it go
 // by closing the socket. A warm exec then costs two messages between
 // processes, host and runner, instead of four through the init. The
-// init only reaps it. Once the host takes runners, commands sent here
-// (while the host's runner is busy) take exec helpers, and at most one
-// lent runner lives at a time.
+// init only reaps it, and at most one lent runner lives at a time.
 func (s *server) lendRunner() ([]*os.File, error) {
 	if !useRunner(s.job) {
 		return nil, errNoLending
 	}
 	s.mu.Lock()
-	s.lending = true
 	prev := s.lentGone
-	own := s.runner // the init's own, idle: the host's takes its place
-	if s.runnerBusy {
-		own = nil
-	} else {
-		s.runner = nil
-	}
 	s.mu.Unlock()
-	if own != nil {
-		own.discard()
-	}
 	if prev != nil {
 		select {
 		case <-prev:
@@ -454,102 +429,6 @@ func (s *server) lendRunner() ([]*os.File, error) {
 	}()
 	return []*os.File{sock, os.NewFile(uintptr(pidfd), "hutch-runner-pidfd")}, nil
 }
-
-// takeRunner returns the session's idle runner, starting one when there
-// is none; nil when the session cannot use one or it is busy with another
-// command (which then takes the exec helper path).
-func (s *server) takeRunner() *runner {
-	if !useRunner(s.job) {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.runnerBusy || s.lending {
-		return nil
-	}
-	if s.runner == nil {
-		r, err := startRunner(s.job)
-		if err != nil {
-			return nil // the exec helper path reports what is wrong
-		}
-		s.runner = r
-	}
-	s.runnerBusy = true
-	return s.runner
-}
-
-// execInRunner runs one command through the session's runner. A timeout
-// or cancel kills the runner, and with it everything of the command.
-func (s *server) execInRunner(r *runner, req wire.Request, job *wire.Job, passed []*os.File, res *wire.Response) error {
-	s.mu.Lock()
-	s.execs[req.ID] = r.cmd
-	s.runnerKilled = false
-	if s.cancelled[req.ID] {
-		delete(s.cancelled, req.ID)
-		s.runnerKilled = true
-		_ = r.cmd.Process.Kill()
-	}
-	s.mu.Unlock()
-	timedOut := false
-	if req.Timeout > 0 {
-		timer := time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.execs[req.ID] == r.cmd { // not yet answered
-				timedOut, s.runnerKilled = true, true
-				_ = r.cmd.Process.Kill()
-			}
-		})
-		defer timer.Stop()
-	}
-	out, outcome := r.run(req.ID, &wire.Job{Argv: job.Argv, Env: job.Env, Dir: job.Dir}, passed)
-	// Once the command is out of s.execs, no timeout or cancel reaches the
-	// runner: it is kept only when it answered and nothing killed it (a
-	// kill that lands after the answer would otherwise take the next
-	// command with it).
-	s.mu.Lock()
-	delete(s.execs, req.ID)
-	killed := s.runnerKilled
-	keep := outcome == answered && !out.Done && !killed && !s.lending
-	res.TimedOut = timedOut
-	if !keep {
-		s.runner = nil
-	}
-	s.runnerBusy = false
-	s.mu.Unlock()
-	if !keep && outcome == answered {
-		r.discard()
-	}
-	switch {
-	case outcome == notTaken && !killed:
-		// The runner never took the command: it had retired (a command
-		// changed it) or died while idle (killed from outside). A fresh
-		// one, or an exec helper, runs this command; the streams are
-		// untouched.
-		if r2 := s.takeRunner(); r2 != nil {
-			return s.execInRunner(r2, req, job, passed, res)
-		}
-		return s.execHelper(req, *job, passed, res)
-	case outcome == interrupted && !killed:
-		// Neither a timeout nor a cancel of ours: something else killed
-		// the runner while it had the command, which may have run in
-		// part. That is no exit status of the command's.
-		return errRunnerDied
-	}
-	if out.Err != nil {
-		return out.Err.Error()
-	}
-	if out.Status == nil { // killed by our timeout or cancel
-		out.Status = &wire.Status{Signal: int(syscall.SIGKILL)}
-	}
-	res.Status = out.Status
-	return nil
-}
-
-// errRunnerDied is an exec's error when the session's runner died with
-// the command in hand, killed by something other than the exec's own
-// timeout or cancel.
-var errRunnerDied = errors.New("the session's command runner died while it ran the command (killed from outside the sandbox?): the command may have partly run; check what it changes before running it again")
 
 // killAfter kills c when the timeout (in milliseconds; 0 for none) passes.
 // The function it returns stops the clock and reports whether it fired.
@@ -612,7 +491,7 @@ func (s *server) execHelper(req wire.Request, job wire.Job, passed []*os.File, r
 	jobR.Close()
 	stW.Close()
 	diag.started()
-	CloseFiles(passed) // the child has its copies: EOF reaches the host when it ends
+	wire.CloseFiles(passed) // the child has its copies: EOF reaches the host when it ends
 	s.mu.Lock()
 	s.execs[req.ID] = c
 	if s.cancelled[req.ID] { // cancelled while it was being started

@@ -308,12 +308,19 @@ func (c *Conn) Recv(v any) ([]*os.File, error) {
 		}
 	}
 	if err := json.Unmarshal(c.buf[:n], v); err != nil {
-		for _, f := range files {
-			f.Close()
-		}
+		CloseFiles(files)
 		return nil, fmt.Errorf("bad record: %w", err)
 	}
 	return files, nil
+}
+
+// CloseFiles closes every file of files (as Recv returns them, or as a
+// caller gathers them to pass), ignoring errors: for descriptors that are
+// done with, on every path.
+func CloseFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // Dup returns a new descriptor of the socket, close-on-exec, to pass to

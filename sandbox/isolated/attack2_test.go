@@ -261,17 +261,12 @@ func a2Atoi(s string) int {
 	return n
 }
 
-// Found here, fixed since (70a28a0: the timer and a cancel kill the runner
-// only under the server's lock, while the command is still unanswered): a
-// command's timeout could kill the runner after the command had ended,
-// and so kill the next command. execInRunner kept the runner when it
-// answered, but the timer could fire between that answer and timedOut()
-// (the runner was then killed though kept), or — time.AfterFunc's Stop
-// returning false while the function had started but not yet closed
-// "fired" — after timedOut() said it had not fired. The next command then
-// failed with "broken pipe" or ended as killed by SIGKILL (exit 137)
-// without a timeout; the command before it reported timed_out with exit
-// 0. The same held for a cancel that landed just after the command ended.
+// A command's timeout (or a cancel) must never kill the runner once the
+// command has ended, or it kills the next command: a timer that fired
+// between the command's answer and the check of the timer left a runner
+// kept though killed (found here; 70a28a0). The next command then failed
+// with "broken pipe" or ended as killed by SIGKILL (exit 137) without a
+// timeout; the command before it reported timed_out with exit 0.
 // The race needs a command that ends within about a millisecond of its
 // timeout; /bin/true with a timeout kept at its own running time hit it
 // within a few hundred tries here.

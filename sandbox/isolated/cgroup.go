@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/boundary"
+	"github.com/hutchsandbox/hutch/internal/wire"
 	"github.com/hutchsandbox/hutch/policy"
 )
 
@@ -254,8 +255,8 @@ var visitedBy func(tid int)
 // (out of use) and tries again every second.
 func (cg *cgroup) visitThread(start func() error, done chan<- visitResult) {
 	into, back, err := cg.visitFiles()
-	defer closeAll(into)
-	defer closeAll(back)
+	defer wire.CloseFiles(into)
+	defer wire.CloseFiles(back)
 	if err != nil {
 		runtime.UnlockOSThread()
 		done <- visitResult{false, start()}
@@ -315,13 +316,6 @@ func writeSelf(files []*os.File) bool {
 		}
 	}
 	return ok
-}
-
-// closeAll closes every file of files.
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		f.Close()
-	}
 }
 
 // selfJoin readies the groups for a one-shot's PID 1, which joins them

@@ -125,7 +125,7 @@ func runOnce(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandb
 		if groups, err = cg.selfJoin(); err != nil {
 			return sandbox.Result{}, err
 		}
-		defer closeAll(groups)
+		defer wire.CloseFiles(groups)
 	}
 	limits := cg.files().Open()
 	defer limits.Close()
@@ -467,7 +467,7 @@ func (s *Sandbox) readLoop() {
 		var res wire.Response
 		files, err := s.conn.Recv(&res)
 		if err != nil {
-			closeAll(files)
+			wire.CloseFiles(files)
 			s.fail(fmt.Errorf("the sandbox's init is gone: %w", err))
 			return
 		}
@@ -482,7 +482,7 @@ func (s *Sandbox) readLoop() {
 		}
 		s.mu.Unlock()
 		if ch == nil {
-			closeAll(files)
+			wire.CloseFiles(files)
 		}
 	}
 }
@@ -501,7 +501,7 @@ func (s *Sandbox) fail(err error) {
 // call sends req (with files) and waits for its response.
 func (s *Sandbox) call(ctx context.Context, req wire.Request, files ...*os.File) (wire.Response, error) {
 	res, passed, err := s.callFiles(ctx, req, files...)
-	closeAll(passed)
+	wire.CloseFiles(passed)
 	return res, err
 }
 
@@ -568,7 +568,7 @@ func (s *Sandbox) callFiles(ctx context.Context, req wire.Request, files ...*os.
 		delete(s.pending, req.ID)
 		select {
 		case r := <-ch:
-			closeAll(r.files)
+			wire.CloseFiles(r.files)
 		default:
 		}
 		s.mu.Unlock()
@@ -819,7 +819,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 		// no longer answers at all.
 		res, passed, err := s.callWithin(ctx, timeout+hostGrace, fmt.Sprintf("end the command %v after its %v timeout", hostGrace, timeout),
 			wire.Request{Op: "exec", Job: spec, Timeout: timeout.Milliseconds(), Final: final}, files[0], files[1], files[2])
-		closeAll(passed)
+		wire.CloseFiles(passed)
 		if err != nil {
 			return wire.Status{}, false, fmt.Errorf("isolated exec: %w", err)
 		}

@@ -234,7 +234,7 @@ func (s *Sandbox) borrow(ctx context.Context, bound time.Duration) (*lentRunner,
 		err = fmt.Errorf("the init lent a runner with %d descriptors, want 2", len(files))
 	}
 	if err != nil {
-		closeAll(files)
+		wire.CloseFiles(files)
 		return nil, err
 	}
 	conn, err := wire.FileConn(files[0])
@@ -387,7 +387,7 @@ func (s *Sandbox) runLent(ctx context.Context, l *lentRunner, spec *wire.Job, fi
 func (s *Sandbox) recvLent(l *lentRunner, id uint64, res *wire.Response) (got bool, err error) {
 	*res = wire.Response{}
 	files, rerr := l.conn.Recv(res)
-	closeAll(files)
+	wire.CloseFiles(files)
 	switch {
 	case rerr != nil:
 		return false, nil

@@ -261,7 +261,7 @@ func TestAnswerAfterACancelledCallHasItsDescriptorsClosed(t *testing.T) {
 	called := make(chan error, 1)
 	go func() {
 		_, files, err := s.callFiles(ctx, wire.Request{Op: "runner"})
-		closeAll(files)
+		wire.CloseFiles(files)
 		called <- err
 	}()
 	var req wire.Request
