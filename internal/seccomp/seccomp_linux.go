@@ -67,6 +67,14 @@ var deniedSyscalls = []sysCall{
 // to openat.
 var enosysSyscalls = []sysCall{{"clone3", unix.SYS_CLONE3}, {"openat2", unix.SYS_OPENAT2}}
 
+// dgramTypes are the type arguments of socket and socketpair that make a
+// datagram socket: SOCK_DGRAM alone or with SOCK_NONBLOCK, SOCK_CLOEXEC
+// or both (any other bit is EINVAL to the kernel).
+var dgramTypes = []uint32{
+	unix.SOCK_DGRAM, unix.SOCK_DGRAM | unix.SOCK_NONBLOCK,
+	unix.SOCK_DGRAM | unix.SOCK_CLOEXEC, unix.SOCK_DGRAM | unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC,
+}
+
 // namespaceFlags are the clone flags that create namespaces.
 const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
 	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
@@ -110,12 +118,21 @@ var argRules = []argRule{
 	// family is compared as the full 64-bit argument, so a value with high
 	// bits set (which the kernel would truncate to AF_UNIX) is refused
 	// too. That refuses AF_UNIX (host unix sockets, even in a readable
-	// directory — a socketpair between the command's own processes still
-	// works), AF_PACKET, AF_VSOCK (which no network namespace confines: on
+	// directory — a stream or seqpacket socketpair between the command's
+	// own processes still works; datagram pairs are refused below),
+	// AF_PACKET, AF_VSOCK (which no network namespace confines: on
 	// a VM it reaches the hypervisor host) and every other family. Landlock
 	// only scopes pathname unix sockets from ABI 9; this works on every
 	// kernel and does not depend on paths.
 	{sysCall{"socket", unix.SYS_SOCKET}, []argTest{{arg: 0, noneOf: []uint64{unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}}}},
+	// A datagram socketpair: unlike a stream or seqpacket pair, either end
+	// may still sendto() or connect() any pathname datagram socket it can
+	// see (the host's /dev/log, journald's or systemd's notify socket),
+	// with descriptors and its credentials (uid 0 when hutch runs as root)
+	// attached. The type is an int the kernel truncates and takes only
+	// with SOCK_NONBLOCK and SOCK_CLOEXEC beside it, so these four values
+	// are every datagram pair, whatever the domain.
+	{sysCall{"socketpair", unix.SYS_SOCKETPAIR}, []argTest{{arg: 1, lowOneOf: dgramTypes}}},
 	// No set-user-ID or set-group-ID file can be made: the sandbox's root
 	// may be the host's root (when hutch runs as root), and such a file
 	// left in a writable directory would be a host root shell for anyone.

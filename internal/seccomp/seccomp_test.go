@@ -142,6 +142,23 @@ func seccompCases(t *testing.T) []seccompCase {
 	}
 	add("socket AF_INET raw", unix.SYS_SOCKET, retAllow, unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
 
+	// socketpair: stream and seqpacket pairs only; a datagram end could
+	// sendto() a host socket. The type's high word is the kernel's to drop.
+	for _, f := range []struct {
+		name string
+		typ  uint64
+		want uint32
+	}{
+		{"SOCK_STREAM", unix.SOCK_STREAM, retAllow}, {"SOCK_SEQPACKET", unix.SOCK_SEQPACKET, retAllow},
+		{"SOCK_STREAM|SOCK_CLOEXEC", unix.SOCK_STREAM | unix.SOCK_CLOEXEC, retAllow},
+		{"SOCK_DGRAM", unix.SOCK_DGRAM, retEPERM}, {"SOCK_DGRAM|SOCK_NONBLOCK", unix.SOCK_DGRAM | unix.SOCK_NONBLOCK, retEPERM},
+		{"SOCK_DGRAM|SOCK_CLOEXEC", unix.SOCK_DGRAM | unix.SOCK_CLOEXEC, retEPERM},
+		{"SOCK_DGRAM|SOCK_NONBLOCK|SOCK_CLOEXEC", unix.SOCK_DGRAM | unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC, retEPERM},
+		{"SOCK_DGRAM|1<<32", unix.SOCK_DGRAM | 1<<32, retEPERM},
+	} {
+		add("socketpair AF_UNIX "+f.name, unix.SYS_SOCKETPAIR, f.want, unix.AF_UNIX, f.typ, 0, 0x7000_0000)
+	}
+
 	// No set-user-ID or set-group-ID file.
 	for _, c := range []struct {
 		name    string

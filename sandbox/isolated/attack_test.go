@@ -21,7 +21,7 @@ func init() {
 	for name, fn := range map[string]func(args []string){
 		"dial":       func(a []string) { attackDial(a[0], a[1]) },
 		"read-proc":  readProcAsUser,
-		"unix":       func(a []string) { attackUnix(a[0]) },
+		"unix":       func(a []string) { attackUnix(a[0], a[1]) },
 		"syscalls":   func([]string) { attackSyscalls() },
 		"setid":      func(a []string) { attackSetID(a[0], a[1]) },
 		"lease":      func(a []string) { attackLease(a[0]) },
@@ -57,7 +57,7 @@ func attackDial(network, addr string) {
 	fmt.Println("CONNECTED")
 }
 
-func attackUnix(path string) {
+func attackUnix(path, dgramPath string) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		fmt.Println("socket BLOCKED", err)
@@ -69,6 +69,21 @@ func attackUnix(path string) {
 		fmt.Println("socketpair FAILED", err)
 	} else {
 		fmt.Println("socketpair OK")
+	}
+	// A pair's end that can still address another socket: a datagram one
+	// (refused), and a seqpacket one (which the kernel keeps connected).
+	for _, typ := range []struct {
+		name string
+		t    int
+	}{{"dgram", unix.SOCK_DGRAM | unix.SOCK_CLOEXEC}, {"seqpacket", unix.SOCK_SEQPACKET}} {
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ.t, 0)
+		if err != nil {
+			fmt.Println(typ.name, "pair BLOCKED", err)
+			continue
+		}
+		to := &unix.SockaddrUnix{Name: dgramPath}
+		report(typ.name+" sendto", unix.Sendto(fds[0], []byte("from the sandbox"), 0, to))
+		report(typ.name+" connect", unix.Connect(fds[0], to))
 	}
 }
 

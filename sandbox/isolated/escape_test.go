@@ -543,15 +543,31 @@ func TestHostUnixSocket(t *testing.T) {
 				c.Close()
 			}
 		}()
+		// A datagram socket (as /dev/log, journald's), which an unconnected
+		// datagram end could address.
+		dgram := filepath.Join(sockDir, "log.sock")
+		pc, err := net.ListenPacket("unixgram", dgram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
 		pol := e.pol.Extend(policy.Policy{Read: []string{sockDir}})
-		out := e.attack(t, pol, "unix", sock)
-		if !strings.Contains(out, "socket BLOCKED") || !strings.Contains(out, "socketpair OK") {
-			t.Errorf("unix sockets: %s", out)
+		out := e.attack(t, pol, "unix", sock, dgram)
+		// (A seqpacket end's sendto goes to its own peer, whatever address
+		// it names: only the host's socket receiving nothing counts.)
+		for _, want := range []string{"socket BLOCKED", "socketpair OK", "dgram pair BLOCKED", "seqpacket connect BLOCKED"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("unix sockets: want %q in:\n%s", want, out)
+			}
 		}
 		select {
 		case <-got:
 			t.Error("the host's unix socket accepted a connection from the sandbox")
 		case <-time.After(200 * time.Millisecond):
+		}
+		_ = pc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if n, _, err := pc.ReadFrom(make([]byte, 64)); err == nil {
+			t.Errorf("the host's datagram socket received %d bytes from the sandbox", n)
 		}
 	})
 }
