@@ -287,10 +287,13 @@ func (b *builder) privateTmp(size string) {
 }
 
 // onItself appends mounting the directory open in slot fd on itself as a
-// copy with the given attributes (the copy is not recursive).
+// copy with the given attributes added. The copy is recursive: it carries
+// every mount already below the directory (a nested read-only path, a
+// protected path's copy), which a copy of the directory's own mount alone
+// would hide, leaving what they keep as the writable mount has it.
 func (b *builder) onItself(what string, fd uint8, set uint64) {
 	tree := b.slot()
-	o := b.call(what, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	o := b.call(what, unix.SYS_OPEN_TREE, 0, b.str(""), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	o.in[0], o.out = fd, tree
 	b.setAttr(what, 0, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, set).in[0] = tree
 	b.mountOn(what, tree, fd)
