@@ -349,8 +349,9 @@ func protectRoots(p policy.Policy) []string {
 // with everything mounted below it, read-only onto itself, so a write
 // there fails (EROFS), and so does a rename or removal of the path itself
 // (EBUSY: a mount point). Each directory on the way to one (.git for
-// .git/hooks) is pinned, so that it cannot be moved aside and made anew.
-// A path that is missing, or that is or lies behind a symbolic link, is
+// .git/hooks) is pinned, so that it cannot be moved aside and made anew,
+// and so is a start directory deeper in a writable path, with the
+// directories above it up to that path. A path that is missing, or that is or lies behind a symbolic link, is
 // passed over: a mount needs a mount point, and the sandbox must not
 // make one in the host's directory: the supervisor keeps those (see
 // NeedsSupervision). With b.strictProtect, every path must be there and
@@ -359,6 +360,14 @@ func protectRoots(p policy.Policy) []string {
 func (b *builder) protect(p policy.Policy) {
 	entries := p.Protected()
 	for _, root := range protectRoots(p) {
+		if !slices.Contains(p.Write, root) {
+			// The start directory, deeper in a writable path: it and each
+			// directory up to that path are pinned too. Moved aside, it
+			// would take its protected paths to names nothing keeps, and
+			// a new one could be made in its place.
+			b.pin(root, p.Write)
+			b.pinDir(root)
+		}
 		pinned := map[string]bool{}
 		for _, e := range entries {
 			for d := path.Dir(e); d != "."; d = path.Dir(d) {

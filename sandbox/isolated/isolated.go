@@ -83,6 +83,9 @@ func Run(ctx context.Context, pol policy.Policy, cmd sandbox.Command) (sandbox.R
 func needsSupervisor(pol policy.Policy) (bool, error) {
 	cwd, _ := os.Getwd()
 	pol, err := pol.Normalize(cwd)
+	if err == nil {
+		pol, err = realStartDir(pol) // as prepare names it
+	}
 	if err != nil || !helper.NeedsSupervision(pol) {
 		return false, nil
 	}
@@ -164,6 +167,24 @@ func checkStartDir(pol policy.Policy) error {
 	return nil
 }
 
+// realStartDir is pol with its start directory named as the kernel names
+// it, through no symbolic link (a shell's $PWD may go through one). The
+// protected paths of a start directory are kept by its name: under a
+// name through a link, their copies would be passed over (the root is
+// built without following links) and the supervisor would never match
+// the kernel's paths. The real directory must be one the policy gives.
+func realStartDir(pol policy.Policy) (policy.Policy, error) {
+	real, err := filepath.EvalSymlinks(pol.Dir)
+	if err != nil || real == pol.Dir {
+		return pol, nil // checkStartDir has said what is wrong with one that is not there
+	}
+	if !pol.CanRead(real) {
+		return pol, fmt.Errorf("%w: start directory %s leads through a symbolic link to %s, which the policy does not give: give %s", sandbox.ErrConfig, policy.ShowPath(pol.Dir), policy.ShowPath(real), policy.ShowPath(real))
+	}
+	pol.Dir = real
+	return pol, nil
+}
+
 // checkLink refuses a policy path (what: "writable path") that is a
 // symbolic link to somewhere the policy does not give (has): the sandbox
 // holds the link itself, never following it, so the path would be of no
@@ -197,6 +218,8 @@ func prepare(pol policy.Policy) (policy.Policy, wire.Job, *cgroup, error) {
 	} else if !pol.CanRead(pol.Dir) {
 		return pol, wire.Job{}, nil, fmt.Errorf("%w: start directory %s is not in the policy", sandbox.ErrConfig, pol.Dir)
 	} else if err := checkStartDir(pol); err != nil {
+		return pol, wire.Job{}, nil, err
+	} else if pol, err = realStartDir(pol); err != nil {
 		return pol, wire.Job{}, nil, err
 	}
 	for _, w := range pol.Write {

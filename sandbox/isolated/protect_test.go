@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -612,4 +614,115 @@ func TestRunKeepsMissingProtectedPaths(t *testing.T) {
 	if _, _, err := helper.RunOnce(bg, job, nil2(t), nil2(t), nil2(t), helper.OneShot{Timeout: 10 * time.Second}); !errors.Is(err, helper.ErrNeedsSupervisor) || !errors.Is(err, sandbox.ErrUnsupported) {
 		t.Errorf("RunOnce with protected paths missing: %v, want ErrNeedsSupervisor", err)
 	}
+}
+
+// makeProtected makes every default protected path in dir: the
+// directories as directories (.git/hooks, .vscode...), the rest as files.
+func makeProtected(t *testing.T, dir string) {
+	t.Helper()
+	for _, e := range policy.DefaultProtected {
+		p := filepath.Join(dir, e)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if e == ".git/hooks" || !strings.Contains(path.Base(e), ".") || slices.Contains([]string{".vscode", ".idea", ".claude", ".codex", ".gemini"}, e) {
+			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte("original\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A start directory deeper in a writable path keeps its protected paths
+// as the top of the writable path does: it cannot be moved aside (where
+// its protected paths would be at names nothing keeps) nor can any
+// directory above it up to the writable path, whether its protected
+// paths all exist (no supervisor) or some are missing (the supervisor);
+// and one named through a symbolic link (a shell's $PWD) keeps them
+// under its real name. Found by a red-team pass: a command moved the
+// start directory aside and planted .git/config, hooks and .bashrc in it,
+// and wrote them freely in a start directory named through a link.
+func TestStartDirectoryKeepsItsProtectedPaths(t *testing.T) {
+	plant := `for d in "$@"; do mv "$d" "$d.moved" && echo "MOVED $d"; done
+mkdir -p .git/hooks 2>/dev/null; echo 'echo PWNED' > .bashrc; printf '[core]\n\tfsmonitor = x\n' > .git/config
+echo '#!/bin/sh' > .git/hooks/pre-commit; echo '{}' > .mcp.json; echo RAN`
+	for _, c := range []struct {
+		name    string
+		all     bool   // every protected path exists in the start directory
+		link    string // the start directory is named through this link (relative to the writable path), to "real/sub"
+		startAt string // the start directory, relative to the writable path
+	}{
+		{name: "deeper, some protected paths missing", startAt: "a/b/sub"},
+		{name: "deeper, all protected paths there", all: true, startAt: "a/b/sub"},
+		{name: "named through a link, some missing", link: "s", startAt: "s"},
+		{name: "named through a link, all there", all: true, link: "s", startAt: "s"},
+		{name: "through a linked parent", all: true, link: "l", startAt: "l/sub"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			real := filepath.Join(e.work, "a", "b", "sub")
+			if c.link != "" {
+				real = filepath.Join(e.work, "real", "sub")
+			}
+			if err := os.MkdirAll(real, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			switch c.link {
+			case "s":
+				os.Symlink("real/sub", filepath.Join(e.work, "s"))
+			case "l":
+				os.Symlink("real", filepath.Join(e.work, "l"))
+			}
+			makeProtected(t, e.work)
+			if c.all {
+				makeProtected(t, real)
+			} else {
+				os.WriteFile(filepath.Join(real, ".bashrc"), []byte("original\n"), 0o644)
+			}
+			pol := e.pol.Extend(policy.Policy{Write: []string{e.work}})
+			pol.Dir = filepath.Join(e.work, c.startAt)
+			// Every directory from the start directory up to the writable
+			// path, deepest first.
+			before := files(e.work)
+			var moves []string
+			for d := real; d != e.work; d = filepath.Dir(d) {
+				moves = append(moves, d)
+			}
+			r, err := isolated.Run(bg, pol, sandbox.Command{Args: append([]string{"/bin/sh", "-c", plant, "sh"}, moves...), Timeout: 20 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(r.Stdout), "RAN") {
+				t.Fatalf("the command did not run to its end: %q %q", r.Stdout, r.Stderr)
+			}
+			if strings.Contains(string(r.Stdout), "MOVED") {
+				t.Errorf("a directory from the start directory up to the writable path was moved aside: %s", r.Stdout)
+			}
+			if after := files(e.work); !maps.Equal(before, after) {
+				for p, b := range after {
+					if before[p] != b {
+						t.Errorf("%s was made or written: %q", p, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// files maps each regular file below dir (relative) to its content.
+func files(dir string) map[string]string {
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	return out
 }
