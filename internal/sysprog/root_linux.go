@@ -107,6 +107,11 @@ func (b *builder) root(p policy.Policy, q wire.Quotas) error {
 		if _, err := os.Stat("/dev/" + d); err == nil {
 			t := b.slot()
 			b.call("opening /dev/"+d, unix.SYS_OPEN_TREE, cwd, b.str("/dev/"+d), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC).out = t
+			// Read-only: the node is the host's (the sandbox's root may own
+			// it), so a chmod or a change of its times would be the host's;
+			// reading and writing the device itself are not writes to the
+			// mount.
+			b.setAttr("binding /dev/"+d, 0, "", unix.AT_EMPTY_PATH, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC).in[0] = t
 			devs[d] = t
 		}
 	}

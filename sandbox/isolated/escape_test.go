@@ -469,6 +469,24 @@ func TestDevices(t *testing.T) {
 			}
 		}
 		wantOut(t, "the harmless devices work", e.run(t, sh("head -c 3 /dev/zero | wc -c; echo x > /dev/null")), 0, "3")
+		// The nodes are the host's: as root the sandbox would own them, so
+		// a change of mode or times would be the host's, for every user
+		// (found by a red-team pass). Their mounts are read-only.
+		before := map[string]os.FileInfo{}
+		for _, d := range []string{"null", "full", "zero"} {
+			before[d], _ = os.Stat("/dev/" + d)
+		}
+		e.run(t, sh("chmod 0600 /dev/null /dev/full; chmod 0 /dev/zero; touch -d 2001-01-01 /dev/null /dev/full; true"))
+		for d, was := range before {
+			now, err := os.Stat("/dev/" + d)
+			if err != nil || was == nil || now.Mode() != was.Mode() || !now.ModTime().Equal(was.ModTime()) {
+				t.Errorf("the host's /dev/%s was changed from the sandbox: %v, was %v", d, now, was)
+				if now != nil && was != nil { // put it back for the host's sake
+					os.Chmod("/dev/"+d, was.Mode().Perm())
+					os.Chtimes("/dev/"+d, was.ModTime(), was.ModTime())
+				}
+			}
+		}
 	})
 }
 
