@@ -3,6 +3,7 @@ package sysprog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -442,9 +443,6 @@ var procHidden = []string{"kcore", "keys", "timer_list", "sched_debug", "latency
 func (b *builder) proc(mnt uint8, hostOnly []string) {
 	b.mkdirAll("/proc", true)
 	b.mountAt("mounting /proc", mnt, "/proc")
-	for _, name := range procReadOnly {
-		b.procEntry("/proc/"+name, func(what string, fd uint8) { b.onItself("making "+what+" read-only", fd, readOnly) })
-	}
 	hidden := make([]string, 0, len(procHidden)+len(hostOnly))
 	for _, name := range procHidden {
 		hidden = append(hidden, "/proc/"+name)
@@ -454,9 +452,43 @@ func (b *builder) proc(mnt uint8, hostOnly []string) {
 			hidden = append(hidden, path)
 		}
 	}
+	readOnlyEntries := procReadOnly
+	if readsRootOnly() {
+		readOnlyEntries = append(slices.Clone(procReadOnly), procOwnEntries(hidden)...)
+	}
+	for _, name := range readOnlyEntries {
+		b.procEntry("/proc/"+name, func(what string, fd uint8) { b.onItself("making "+what+" read-only", fd, readOnly) })
+	}
 	for _, path := range hidden {
 		b.procEntry(path, func(what string, fd uint8) { b.mask("hiding "+what, fd) })
 	}
+}
+
+// procOwnEntries are the entries at the top of /proc, other than the
+// processes' own (PID directories, self, thread-self), the links
+// (mounts, net...), procReadOnly and hidden: /proc's files and
+// directories of the kernel itself. When hutch runs as root the sandbox's
+// root owns them, and the kernel keeps one mode and one set of times per
+// entry for every /proc of the host: a chmod of /proc/meminfo inside
+// would change it host-wide, until reboot. So they are read-only too
+// (then chmod and utimensat fail with EROFS); a process's own entries
+// refuse a chmod anyway. Read at each build: modules add entries.
+func procOwnEntries(hidden []string) []string {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil // the walk that found hidden failed on this too
+	}
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case name[0] >= '0' && name[0] <= '9', name == "self", name == "thread-self",
+			e.Type()&fs.ModeSymlink != 0, slices.Contains(procReadOnly, name), slices.Contains(hidden, "/proc/"+name):
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 // procEntry appends opening path (not following a link) and calling do

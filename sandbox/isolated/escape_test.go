@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -1933,6 +1934,34 @@ func TestProcNotWritable(t *testing.T) {
 		r := e.run(t, sh("for f in /proc/sys/kernel/core_pattern /proc/sys/vm/drop_caches /proc/sysrq-trigger /proc/irq/default_smp_affinity /proc/bus/pci/00/00.0; do test -w $f && echo WRITABLE $f; done; true"))
 		if strings.Contains(string(r.Stdout), "WRITABLE") {
 			t.Errorf("without Landlock the command could write these host controls:\n%s", r.Stdout)
+		}
+	})
+}
+
+// As root, the sandbox's root owns /proc's own entries, and the kernel
+// keeps one mode per entry for every /proc of the host: a chmod inside
+// must not change them (they are read-only mounts). Found by a red-team
+// pass: chmod 0400 /proc/execdomains held host-wide until reboot.
+func TestProcEntriesKeepTheirModes(t *testing.T) {
+	inEveryMode(t, func(t *testing.T, e *env) {
+		if os.Getuid() != 0 {
+			testenv.Missing(t, "root (hutch running as root is the case under test)")
+		}
+		entries := []string{"/proc/meminfo", "/proc/version", "/proc/cpuinfo", "/proc/uptime", "/proc/tty"}
+		before := map[string]fs.FileMode{}
+		for _, p := range entries {
+			if fi, err := os.Stat(p); err == nil {
+				before[p] = fi.Mode()
+			}
+		}
+		r := e.run(t, sh(`for f in `+strings.Join(entries, " ")+`; do chmod 0400 "$f" && echo "CHANGED $f"; done; true`))
+		// The host's /proc may still show the old mode from its cached
+		// inode: what the command could do is what counts.
+		for p, was := range before {
+			if strings.Contains(string(r.Stdout), "CHANGED "+p+"\n") {
+				t.Errorf("a chmod of the host's %s from the sandbox succeeded", p)
+				os.Chmod(p, was.Perm()) // put it back for the host's sake
+			}
 		}
 	})
 }
