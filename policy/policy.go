@@ -112,13 +112,21 @@ var ErrConfig = cfgerr.New("invalid policy")
 // libraries. Paths missing on a host are skipped when enforcing.
 var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
-// SystemSecrets are files under SystemPaths that only root may read. The
-// default policy denies them: when hutch runs as root, the sandbox's root
-// is the host's root (without capabilities, but still the owner).
+// SystemSecrets are the well-known places under SystemPaths of secrets
+// only root may read: passwords, host and TLS keys, keytabs, VPN and
+// network credentials, daemons' keys. The default policy denies them:
+// when hutch runs as root, the sandbox's root is the host's root (without
+// capabilities, but still the owner). It is a list, not a walk: another
+// root-only file under SystemPaths stays readable to a sandbox of a hutch
+// running as root (docs/security.md).
 var SystemSecrets = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
 	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
-	"/etc/ssl/private", "/etc/security/opasswd",
+	"/etc/ssl/private", "/etc/pki/tls/private", "/etc/security/opasswd",
+	"/etc/krb5.keytab", "/etc/credstore", "/etc/credstore.encrypted",
+	"/etc/wireguard", "/etc/NetworkManager/system-connections", "/etc/ipsec.secrets", "/etc/ipsec.d/private",
+	"/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/openvpn", "/etc/letsencrypt/archive", "/etc/letsencrypt/keys",
+	"/etc/docker/key.json", "/etc/libvirt/secrets", "/etc/default/cacerts",
 }
 
 // DefaultProtected are the paths every policy keeps read-only inside
