@@ -14,7 +14,9 @@ import (
 // in one, read-only in the container: a write there fails (EROFS), a
 // rename or removal of the path itself too (EBUSY: it is a mount point).
 // Each directory on the way to one (.git for .git/hooks) is bound onto
-// itself, writable, so that it cannot be moved aside and made anew. A
+// itself, writable, so that it cannot be moved aside and made anew, and
+// so are a working directory deeper in a writable bind and the
+// directories above it up to the bind. A
 // protected path that is missing, that is a symbolic link or that lies
 // behind one gets nothing: a mount needs something there, and the
 // runtime would follow the link (see docs/security.md): when any is,
@@ -42,6 +44,26 @@ func (o Options) protectedBinds() (binds []Bind, supervise []string) {
 	add := func(b Bind) {
 		if !slices.Contains(out, b) {
 			out = append(out, b)
+		}
+	}
+	// A working directory deeper in a writable bind, and each directory
+	// above it up to the bind, is bound onto itself too: moved aside, it
+	// would take its protected paths to names nothing keeps. Up to the
+	// first that is missing, not a directory or a symbolic link (the
+	// runtime would follow one).
+	for _, b := range o.Binds {
+		rel, ok := strings.CutPrefix(o.WorkDir, strings.TrimSuffix(b.Target, "/")+"/")
+		if !b.Writable || !ok {
+			continue
+		}
+		parts := strings.Split(rel, "/")
+		for i := range parts {
+			sub := strings.Join(parts[:i+1], "/")
+			fi, err := os.Lstat(path.Join(b.Source, sub))
+			if err != nil || !fi.IsDir() {
+				break
+			}
+			add(Bind{Source: path.Join(b.Source, sub), Target: path.Join(b.Target, sub), Writable: true})
 		}
 	}
 	for _, r := range roots {

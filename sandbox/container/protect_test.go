@@ -117,3 +117,39 @@ func TestProtectedUnsupervisedPaysNothing(t *testing.T) {
 		})
 	}
 }
+
+// A working directory deeper in a writable bind keeps its protected
+// paths as the bind's top does: neither it nor a directory above it up
+// to the bind can be moved aside (taking its protected paths to names
+// nothing keeps), with its protected paths all there or some missing
+// (the supervisor). Found on the isolated tier by a red-team pass.
+func TestWorkDirCannotBeMovedAside(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("all protected paths there: %v", all), func(t *testing.T) {
+			dir := t.TempDir()
+			work := filepath.Join(dir, "a", "sub")
+			for _, root := range []string{dir, work} {
+				for _, e := range policy.DefaultProtected {
+					if !all && root == work && e != ".bashrc" {
+						continue
+					}
+					p := filepath.Join(root, e)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte("seed"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			sb := onHelper(t, newSB(t, container.Options{Binds: []container.Bind{{Source: dir, Target: dir, Writable: true}}, WorkDir: work}))
+			out, _ := execOut(t, sb, fmt.Sprintf("mv %[1]s/a/sub %[1]s/moved && echo MOVED; mv %[1]s/a %[1]s/a2 && echo MOVED; echo done", dir))
+			if !strings.Contains(out, "done") || strings.Contains(out, "MOVED") {
+				t.Errorf("the working directory or its parent was moved aside: %s", out)
+			}
+			if b, err := os.ReadFile(filepath.Join(work, ".bashrc")); err != nil || string(b) != "seed" {
+				t.Errorf("the working directory's .bashrc: %q %v", b, err)
+			}
+		})
+	}
+}
