@@ -422,7 +422,9 @@ func TestAttackSOCKS5Slowloris(t *testing.T) {
 
 // TestAttackBlockedFlood: a client refused for thousands of distinct
 // names fills at most MaxBlocked entries of the proxy's list and of a
-// recording, and is still refused past that.
+// recording, is still refused past that, and every refusal past that is
+// counted (a flood cannot hide a later refusal unseen; a red-team pass).
+// A host:port already listed is not counted again.
 func TestAttackBlockedFlood(t *testing.T) {
 	p, addr := startProxy(t, []string{"127.0.0.2"}, nil, Options{})
 	rec := p.Record()
@@ -463,6 +465,9 @@ func TestAttackBlockedFlood(t *testing.T) {
 	}
 	if got := rec.Stop(); len(got) != MaxBlocked {
 		t.Errorf("recording: %d entries", len(got))
+	}
+	if got := rec.Omitted(); got != n-MaxBlocked {
+		t.Errorf("recording: %d refusals omitted, want %d", got, n-MaxBlocked)
 	}
 }
 

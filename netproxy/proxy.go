@@ -244,17 +244,21 @@ func (p *Proxy) Close() error {
 }
 
 // refusalLog is a bounded, duplicate-free list of refused host:port
-// strings in the order first refused.
+// strings in the order first refused, and a count of the refusals it
+// could not list once full (omitted): a command that floods the list
+// first cannot hide a later refusal without that showing.
 type refusalLog struct {
-	seen  map[string]struct{}
-	order []string
+	seen    map[string]struct{}
+	order   []string
+	omitted int
 }
 
 func (l *refusalLog) add(hp string) {
-	if len(l.order) >= MaxBlocked {
+	if _, ok := l.seen[hp]; ok {
 		return
 	}
-	if _, ok := l.seen[hp]; ok {
+	if len(l.order) >= MaxBlocked {
+		l.omitted++
 		return
 	}
 	if l.seen == nil {
@@ -327,6 +331,16 @@ func (r *Recording) Blocked() []string {
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
 	return slices.Clone(r.log.order)
+}
+
+// Omitted is how many refusals since Record (and before Stop) Blocked
+// does not list because it was full: each refused request for a
+// host:port not among the listed ones counts, so one host asked for
+// twice counts twice.
+func (r *Recording) Omitted() int {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return r.log.omitted
 }
 
 // Stop ends the recording and returns Blocked. Refusals after Stop are not

@@ -89,6 +89,10 @@ type Result struct {
 	// no allow-list). While commands of one session overlap, a refusal is
 	// reported in each of the overlapping results.
 	Blocked []string
+	// BlockedOmitted counts the refusals Blocked does not list because
+	// it holds at most netproxy.MaxBlocked: 0 unless a command was
+	// refused for that many distinct hosts.
+	BlockedOmitted int
 
 	StdoutTruncated bool
 	StderrTruncated bool
@@ -122,6 +126,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Signal:          r.Signal,
 		Limit:           r.Limit,
 		Blocked:         blocked,
+		BlockedOmitted:  r.BlockedOmitted,
 		DurationMS:      r.Duration.Milliseconds(),
 		StdoutTruncated: r.StdoutTruncated,
 		StderrTruncated: r.StderrTruncated,
@@ -138,6 +143,7 @@ type resultJSON struct {
 	Signal          string   `json:"signal"`
 	Limit           string   `json:"limit"`
 	Blocked         []string `json:"blocked"`
+	BlockedOmitted  int      `json:"blocked_omitted"`
 	DurationMS      int64    `json:"duration_ms"`
 	StdoutTruncated bool     `json:"stdout_truncated"`
 	StderrTruncated bool     `json:"stderr_truncated"`

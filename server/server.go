@@ -131,7 +131,7 @@ func (b backend) Exec(ctx context.Context, req wire.StreamRequest, sio streamser
 	}
 	out := wire.StreamResponse{
 		Status:   &wire.Status{Exited: res.Signal == "", ExitCode: res.ExitCode},
-		TimedOut: res.TimedOut, Limit: res.Limit, Signal: res.Signal, Blocked: res.Blocked,
+		TimedOut: res.TimedOut, Limit: res.Limit, Signal: res.Signal, Blocked: res.Blocked, BlockedOmitted: res.BlockedOmitted,
 		StdoutSize: res.StdoutSize, StderrSize: res.StderrSize,
 	}
 	if stdout.Sent() < res.StdoutSize {

@@ -271,8 +271,10 @@ type CodeResult struct {
 	Limit string `json:"limit"`
 	// Blocked lists the destinations the network policy refused; [] when
 	// none.
-	Blocked    []string `json:"blocked"`
-	DurationMS int64    `json:"duration_ms"`
+	Blocked []string `json:"blocked"`
+	// BlockedOmitted counts the refusals Blocked could not list.
+	BlockedOmitted int   `json:"blocked_omitted,omitempty"`
+	DurationMS     int64 `json:"duration_ms"`
 	// Sandbox names the sandbox the call ran in ("" for the default).
 	Sandbox string `json:"sandbox,omitempty"`
 	// Files are the files the code wrote or changed under $RUN_DIR
@@ -388,7 +390,9 @@ func runCode(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, err
 		Limit:      res.Limit,
 		Blocked:    res.Blocked,
 		DurationMS: res.Duration.Milliseconds(),
-		Sandbox:    a.Sandbox,
+
+		BlockedOmitted: res.BlockedOmitted,
+		Sandbox:        a.Sandbox,
 	}
 	if r.Blocked == nil {
 		r.Blocked = []string{}

@@ -93,6 +93,9 @@ type ShellResult struct {
 	// Blocked lists the destinations ("host:port") the sandbox's network
 	// allow-list refused during the command; [] when none.
 	Blocked []string `json:"blocked"`
+	// BlockedOmitted counts the refusals Blocked could not list (it
+	// holds at most netproxy.MaxBlocked).
+	BlockedOmitted int `json:"blocked_omitted,omitempty"`
 }
 
 func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, error) {
@@ -149,11 +152,17 @@ func runShell(ctx context.Context, ts *Toolset, raw json.RawMessage) (Output, er
 		Stderr:   Truncate(string(res.Stderr), MaxShellLines, MaxShellChars),
 		TimedOut: res.TimedOut,
 		Blocked:  res.Blocked,
+
+		BlockedOmitted: res.BlockedOmitted,
 	}
 	if r.Blocked == nil {
 		r.Blocked = []string{}
 	} else {
-		r.Stderr += fmt.Sprintf("\n[network refused %s: not in the sandbox's allow-list]", strings.Join(r.Blocked, ", "))
+		more := ""
+		if r.BlockedOmitted > 0 {
+			more = fmt.Sprintf(", and %d more refusals not listed", r.BlockedOmitted)
+		}
+		r.Stderr += fmt.Sprintf("\n[network refused %s%s: not in the sandbox's allow-list]", strings.Join(r.Blocked, ", "), more)
 	}
 	if res.TimedOut {
 		r.Stderr += fmt.Sprintf("\n[timed out after %v; every process it started was stopped]", timeout)

@@ -142,6 +142,7 @@ type jsonResult struct {
 	StdoutTruncated *bool     `json:"stdout_truncated"`
 	StderrTruncated *bool     `json:"stderr_truncated"`
 	Blocked         *[]string `json:"blocked"`
+	BlockedOmitted  *int      `json:"blocked_omitted"`
 }
 
 func decodeOne(t *testing.T, out string) jsonResult {
@@ -155,7 +156,7 @@ func decodeOne(t *testing.T, out string) jsonResult {
 		t.Fatalf("stdout holds more than one JSON value: %q", out)
 	}
 	if r.ExitCode == nil || r.Stdout == nil || r.Stderr == nil || r.TimedOut == nil || r.Signal == nil ||
-		r.DurationMS == nil || r.StdoutTruncated == nil || r.StderrTruncated == nil || r.Blocked == nil {
+		r.DurationMS == nil || r.StdoutTruncated == nil || r.StderrTruncated == nil || r.Blocked == nil || r.BlockedOmitted == nil {
 		t.Fatalf("JSON lacks a required key: %q", out)
 	}
 	return r

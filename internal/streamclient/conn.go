@@ -699,7 +699,7 @@ func (sc *Conn) Exec(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 	if res.Signal != "" {
 		out.Signal = res.Signal
 	}
-	out.Blocked = res.Blocked
+	out.Blocked, out.BlockedOmitted = res.Blocked, res.BlockedOmitted
 	// A server whose live copy was cut short sends its own tails.
 	if res.StdoutTail < 0 || res.StderrTail < 0 || res.StdoutTail+res.StderrTail != len(op.data) {
 		return sandbox.Result{}, fmt.Errorf("%w: %d bytes of output tails for a response that counts %d and %d", wire.ErrProtocol, len(op.data), res.StdoutTail, res.StderrTail)

@@ -346,6 +346,8 @@ type StreamResponse struct {
 	// Blocked lists the network destinations the sandbox refused while
 	// the command ran.
 	Blocked []string `json:"blocked,omitempty"`
+	// BlockedOmitted counts the refusals Blocked could not list.
+	BlockedOmitted int `json:"blocked_omitted,omitempty"`
 	// StdoutSize and StderrSize count everything the command printed,
 	// from a server that counts it; when they are more than the output
 	// frames carried (a server's live copy was cut short), the server's

@@ -857,6 +857,7 @@ func (s *Sandbox) exec(ctx context.Context, cmd sandbox.Command, final bool) (sa
 	})
 	if err == nil && rec != nil {
 		out.Blocked = rec.Stop()
+		out.BlockedOmitted = rec.Omitted()
 	}
 	return out, err
 }
