@@ -24,7 +24,7 @@ func TestOneShotCommandWaitsForTheWalkItsRootGuessed(t *testing.T) {
 	if os.Getuid() != 0 {
 		testenv.Missing(t, "root (only root's sandboxes hide root-only /proc entries)")
 	}
-	real, err := hostOnlyProc(false, procWalkers)
+	real, err := hostOnlyEntries(false, procWalkers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // sandbox's root is then the host's, and owns them), is in group 0 (some
 // are group-readable), or holds a capability. Otherwise the sandbox's
 // processes are this user without capabilities, whom the kernel's own
-// permission checks already keep out of them, and hostOnlyProc's walk of
+// permission checks already keep out of them, and hostOnlyEntries's walk of
 // /proc (some 900 entries) is skipped. When it cannot tell, it says yes.
 func readsRootOnly() bool {
 	if os.Geteuid() == 0 || os.Getegid() == 0 {

@@ -15,44 +15,57 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hostOnlyProc lists, from the running kernel's /proc, every entry outside
-// the per-process directories that the host's unprivileged users cannot
+// hostOnlyEntries lists, from the running kernel's /proc and the host's
+// /etc (walkRoots), every entry that the host's unprivileged users cannot
 // read: a file without the read bit for others, or a directory without
-// read and search for others (its contents are then not walked). Under
-// /proc/sys, which the sandbox sees read-only, a file nobody may read
-// (write-only controls) is left alone; elsewhere those are listed too.
-// /proc/sys/net is walked only with the host's network (withHostNet):
-// otherwise the sandbox has a network namespace of its own, whose entries
-// are its own. Nothing here is a list kept by hand: a kernel that adds a
-// root-only file gets it hidden. Symbolic links are passed over (the
-// sandbox's /proc resolves its own).
+// read and search for others (its contents are then not walked). When
+// hutch runs as root, the sandbox's root is the host's, which owns them:
+// hidden, they stay as closed to it as to any other user. In /proc the
+// per-process directories are not walked, and under /proc/sys, which the
+// sandbox sees read-only, a file nobody may read (write-only controls) is
+// left alone; elsewhere those are listed too. /proc/sys/net is walked
+// only with the host's network (withHostNet): otherwise the sandbox has a
+// network namespace of its own, whose entries are its own. Nothing here
+// is a list kept by hand: a kernel that adds a root-only file, or an
+// administrator who puts a key in /etc, gets it hidden. Symbolic links
+// are passed over (the sandbox's /proc resolves its own; one in /etc
+// leads to where its target's own mode and place decide).
 //
-// The walk (about 730 entries and 180 directories here, nearly all of it
-// system calls) runs on the calling goroutine and up to helpers more
-// (procWalkers when a sandbox's start waits for it): 1.05 ms on 2 cores
-// against 1.17 ms on one thread and 1.33 ms through os.File
-// (BenchmarkHostOnlyProc). It fails whole when any entry cannot be read
-// for another reason than having gone away (a process's, an
-// interrupt's): a list it left short would leave root-only entries
-// readable. The list is sorted, and kept as this process's last walk
-// (lastWalk).
-func hostOnlyProc(withHostNet bool, helpers int) ([]string, error) {
+// The walk (about 730 entries and 180 directories of /proc here, and
+// 1400 entries and 160 directories of /etc, nearly all of it system
+// calls) runs on the calling goroutine and up to helpers more (procWalkers
+// when a sandbox's start waits for it): /proc alone took 1.05 ms on 2
+// cores against 1.17 ms on one thread and 1.33 ms through os.File
+// (BenchmarkHostOnlyEntries); /etc about as much again. It fails whole
+// when any entry cannot be read for another reason than having gone away
+// (a process's, an interrupt's): a list it left short would leave
+// root-only entries readable. The list is sorted, and kept as this
+// process's last walk (lastWalk).
+func hostOnlyEntries(withHostNet bool, helpers int) ([]string, error) {
 	w := &procWalker{withHostNet: withHostNet, spare: make(chan struct{}, max(helpers, 0))}
-	w.dir("/proc", false)
+	for _, root := range walkRoots {
+		w.visit(root, false)
+	}
 	w.wg.Wait()
 	if w.err != nil {
-		return nil, fmt.Errorf("walking /proc for the entries only root may read: %w", w.err)
+		return nil, fmt.Errorf("walking %s for the entries only root may read: %w", strings.Join(walkRoots, " and "), w.err)
 	}
 	slices.Sort(w.out)
 	setLastWalk(withHostNet, slices.Clone(w.out))
 	return w.out, nil
 }
 
+// walkRoots are the trees hostOnlyEntries walks: the kernel's /proc, and
+// /etc, where the system keeps its secrets (the default policy reads it).
+// The other system paths are not walked (/usr holds some 150 000 entries
+// here): policy.SystemSecrets and docs/security.md.
+var walkRoots = []string{"/proc", "/etc"}
+
 // procWalkers is how many goroutines a walk that a sandbox's start
 // waits for starts beside the caller's: one per other core.
 var procWalkers = runtime.GOMAXPROCS(0) - 1
 
-// lastWalks are the lists hostOnlyProc last returned, without ([0]) and
+// lastWalks are the lists hostOnlyEntries last returned, without ([0]) and
 // with ([1]) the host's network (see ProcWalk.guess): in this process,
 // or else in an earlier one (walkFile). A list stored here is never
 // changed: a new walk replaces it.
@@ -99,7 +112,8 @@ func storeWalk(i int, list []string) {
 }
 
 // loadWalk reads walkFile(i): the list it holds, when it is one a walk
-// could have returned (sorted absolute paths below /proc, no two alike).
+// could have returned (sorted absolute paths below walkRoots, no two
+// alike).
 func loadWalk(i int) ([]string, bool) {
 	b, err := os.ReadFile(walkFile(i))
 	if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
@@ -110,7 +124,7 @@ func loadWalk(i int) ([]string, bool) {
 		list = []string{} // an empty walk
 	}
 	for k, p := range list {
-		if !strings.HasPrefix(p, "/proc/") || path.Clean(p) != p || strings.ContainsRune(p, 0) || k > 0 && list[k-1] >= p {
+		if !slices.ContainsFunc(walkRoots, func(r string) bool { return strings.HasPrefix(p, r+"/") }) || path.Clean(p) != p || strings.ContainsRune(p, 0) || k > 0 && list[k-1] >= p {
 			return nil, false
 		}
 	}
@@ -132,7 +146,7 @@ func setLastWalk(withHostNet bool, list []string) {
 	storeWalk(i, list)
 }
 
-// lastWalk is the list hostOnlyProc last returned for withHostNet, in
+// lastWalk is the list hostOnlyEntries last returned for withHostNet, in
 // this process or else in an earlier one (walkFile), if any; read it
 // only.
 func lastWalk(withHostNet bool) ([]string, bool) {
@@ -148,7 +162,7 @@ func lastWalk(withHostNet bool) ([]string, bool) {
 	return lastWalks.list[i], lastWalks.ok[i]
 }
 
-// procWalker is one walk of hostOnlyProc: directories are walked by the
+// procWalker is one walk of hostOnlyEntries: directories are walked by the
 // calling goroutine, or by a goroutine of their own while one of spare's
 // places is free.
 type procWalker struct {
@@ -232,18 +246,23 @@ func (w *procWalker) dir(dir string, readOnly bool) {
 		w.mu.Unlock()
 	}
 	for _, sub := range subdirs {
-		ro := readOnly || sub == "/proc/sys"
-		select {
-		case w.spare <- struct{}{}:
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				defer func() { <-w.spare }()
-				w.dir(sub, ro)
-			}()
-		default:
-			w.dir(sub, ro)
-		}
+		w.visit(sub, readOnly || sub == "/proc/sys")
+	}
+}
+
+// visit walks dir (see dir) on a goroutine of its own while one of
+// spare's places is free, else on this one.
+func (w *procWalker) visit(dir string, readOnly bool) {
+	select {
+	case w.spare <- struct{}{}:
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer func() { <-w.spare }()
+			w.dir(dir, readOnly)
+		}()
+	default:
+		w.dir(dir, readOnly)
 	}
 }
 

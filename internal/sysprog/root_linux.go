@@ -432,7 +432,7 @@ var procReadOnly = []string{"sys", "sysrq-trigger", "bus", "fs", "irq"}
 // procHidden are /proc entries that every user may read and that still
 // tell the sandbox about the host's kernel, its hardware or its other
 // users: hidden whatever their mode. Entries only root may read are
-// hidden too, found by hostOnlyProc on the running kernel.
+// hidden too, found by hostOnlyEntries on the running kernel.
 var procHidden = []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi", "kmsg"}
 
 // proc appends a /proc of the sandbox's own PID namespace: kernel
@@ -502,7 +502,7 @@ func (b *builder) procEntry(path string, do func(what string, fd uint8)) {
 	b.skipTo(start, unix.ENOENT)
 }
 
-// ProcWalk is the walk of /proc (hostOnlyProc) that a sandbox's root
+// ProcWalk is the walk of /proc (hostOnlyEntries) that a sandbox's root
 // needs, started ahead of the root's build (WalkProcAhead), so that it
 // overlaps the caller's own work before RunOnce.
 type ProcWalk struct {
@@ -513,7 +513,7 @@ type ProcWalk struct {
 }
 
 // WalkProcAhead starts, in a goroutine of its own, the walk of /proc for
-// the root of a sandbox with pol's network: hostOnlyProc's, which takes a
+// the root of a sandbox with pol's network: hostOnlyEntries's, which takes a
 // few milliseconds of the kernel's. Give it to RunOnce (OneShot.Proc),
 // once. It returns nil when the sandbox could not read the entries it
 // looks for anyway (readsRootOnly): then nothing is walked.
@@ -530,7 +530,7 @@ func WalkProcAhead(pol policy.Policy) *ProcWalk {
 		helpers = 0
 	}
 	go func() {
-		w.out, w.err = hostOnlyProc(w.withHostNet, helpers)
+		w.out, w.err = hostOnlyEntries(w.withHostNet, helpers)
 		close(w.done)
 	}()
 	return w
@@ -582,7 +582,7 @@ func (w *ProcWalk) result(withHostNet bool) ([]string, error) {
 	if !readsRootOnly() {
 		return nil, nil
 	}
-	return hostOnlyProc(withHostNet, procWalkers)
+	return hostOnlyEntries(withHostNet, procWalkers)
 }
 
 // readOnly are the attributes of a mount nothing may change or run from.

@@ -4,6 +4,7 @@ package sysprog
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -16,15 +17,35 @@ import (
 	"github.com/hutchsandbox/hutch/policy"
 )
 
-// hostOnlyProc lists the root-only entries this kernel has (every Linux
+// hostOnlyEntries lists the root-only entries this kernel has (every Linux
 // has some: kmsg, slabinfo...), none of the per-process directories, and
-// /proc/sys/net's only when asked.
-func TestHostOnlyProcListsRootOnlyEntries(t *testing.T) {
-	own, err := hostOnlyProc(false, procWalkers)
+// /proc/sys/net's only when asked; and in /etc a file and a directory
+// only root may read, which a test run as root makes there. Found by a
+// red-team pass: a daemon's key in /etc (Docker's key.json) was readable
+// to a sandbox of a hutch running as root.
+func TestHostOnlyEntriesListsRootOnlyEntries(t *testing.T) {
+	var secrets []string
+	if os.Geteuid() == 0 {
+		for i, mode := range []os.FileMode{0o600, 0o700 | os.ModeDir} {
+			p := fmt.Sprintf("/etc/hutch-test-secret-%d-%d", os.Getpid(), i)
+			var err error
+			if mode.IsDir() {
+				err = os.Mkdir(p, mode.Perm())
+			} else {
+				err = os.WriteFile(p, []byte("secret"), mode.Perm())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(p) })
+			secrets = append(secrets, p)
+		}
+	}
+	own, err := hostOnlyEntries(false, procWalkers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostNet, err := hostOnlyProc(true, procWalkers)
+	hostNet, err := hostOnlyEntries(true, procWalkers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +53,17 @@ func TestHostOnlyProcListsRootOnlyEntries(t *testing.T) {
 		t.Fatal("no root-only entry found in /proc")
 	}
 	for _, p := range own {
-		if len(p) > 6 && p[6] >= '0' && p[6] <= '9' || len(p) >= 13 && p[:13] == "/proc/sys/net" {
+		if rest, ok := strings.CutPrefix(p, "/proc/"); ok && rest[0] >= '0' && rest[0] <= '9' || strings.HasPrefix(p, "/proc/sys/net") {
 			t.Errorf("listed %s", p)
 		}
+	}
+	for _, p := range secrets {
+		if !slices.Contains(own, p) || !slices.Contains(hostNet, p) {
+			t.Errorf("%s, which only root may read, is not listed", p)
+		}
+	}
+	if i := slices.IndexFunc(own, func(p string) bool { return p == "/etc/passwd" || p == "/etc/hostname" }); i >= 0 {
+		t.Errorf("listed %s, which everyone may read", own[i])
 	}
 	for _, p := range own {
 		if !slices.Contains(hostNet, p) {
@@ -44,12 +73,12 @@ func TestHostOnlyProcListsRootOnlyEntries(t *testing.T) {
 }
 
 // The walk lists the same entries however it is spread over goroutines.
-func TestHostOnlyProcSameOnOneGoroutine(t *testing.T) {
-	spread, err := hostOnlyProc(true, 3)
+func TestHostOnlyEntriesSameOnOneGoroutine(t *testing.T) {
+	spread, err := hostOnlyEntries(true, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := hostOnlyProc(true, 0)
+	one, err := hostOnlyEntries(true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,12 +137,12 @@ func TestHostOnlyProcFailsRatherThanListShort(t *testing.T) {
 	}
 	unix.Close(fill[len(fill)-1])
 	unix.Close(fill[len(fill)-2])
-	list, err := hostOnlyProc(false, procWalkers)
+	list, err := hostOnlyEntries(false, procWalkers)
 	if err == nil || !strings.Contains(err.Error(), "walking /proc") || !errors.Is(err, unix.EMFILE) {
 		t.Fatalf("a walk out of descriptors: %v (%d entries)", err, len(list))
 	}
 	w := &ProcWalk{done: make(chan struct{})}
-	w.out, w.err = hostOnlyProc(false, procWalkers)
+	w.out, w.err = hostOnlyEntries(false, procWalkers)
 	close(w.done)
 	if _, err := w.Result(policy.Policy{}); err == nil {
 		t.Fatal("a walk's failure is not its result's")
@@ -121,8 +150,8 @@ func TestHostOnlyProcFailsRatherThanListShort(t *testing.T) {
 }
 
 // The walk is paid at every sandbox's start.
-func BenchmarkHostOnlyProc(b *testing.B) {
+func BenchmarkHostOnlyEntries(b *testing.B) {
 	for b.Loop() {
-		_, _ = hostOnlyProc(false, procWalkers)
+		_, _ = hostOnlyEntries(false, procWalkers)
 	}
 }

@@ -1938,6 +1938,38 @@ func TestProcNotWritable(t *testing.T) {
 	})
 }
 
+// As root, a file or directory in /etc that only root may read (a
+// daemon's key in a place of its own, not in policy.SystemSecrets) is
+// hidden from the sandbox, whose root is then the host's; one everyone
+// may read is not. Found by a red-team pass: Docker's key.json was read.
+func TestRootOnlyEtcEntriesHidden(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root (hutch running as root is the case under test)")
+	}
+	base := fmt.Sprintf("/etc/hutch-test-%d", os.Getpid())
+	for name, mode := range map[string]os.FileMode{"-key": 0o600, "-open": 0o644} {
+		if err := os.WriteFile(base+name, []byte("content"+name), mode); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(base + name)
+	}
+	if err := os.Mkdir(base+"-dir", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base + "-dir")
+	os.WriteFile(base+"-dir/inside", []byte("content-inside"), 0o644)
+	inEveryMode(t, func(t *testing.T, e *env) {
+		r := e.run(t, sh(fmt.Sprintf("cat %[1]s-key %[1]s-dir/inside %[1]s-open 2>/dev/null; echo; echo end", base)))
+		out := string(r.Stdout)
+		if !strings.Contains(out, "end") || !strings.Contains(out, "content-open") {
+			t.Fatalf("control: the command did not read what everyone may: %q %q", out, r.Stderr)
+		}
+		if strings.Contains(out, "content-key") || strings.Contains(out, "content-inside") {
+			t.Errorf("the sandbox read what only root may in /etc: %q", out)
+		}
+	})
+}
+
 // As root, the sandbox's root owns /proc's own entries, and the kernel
 // keeps one mode per entry for every /proc of the host: a chmod inside
 // must not change them (they are read-only mounts). Found by a red-team
