@@ -119,6 +119,10 @@ type Settings struct {
 	// resolved: Load sets it to the settings file's directory; "" is the
 	// current directory.
 	Dir string `yaml:"-"`
+	// File is the settings file Load read ("" when none): New notes it
+	// when it lies inside a path the agent may change (see
+	// checkGoverningFiles).
+	File string `yaml:"-"`
 }
 
 // Load reads a YAML settings file strictly: unknown keys, values of the
@@ -129,7 +133,7 @@ func Load(path string) (Settings, error) {
 	if err := policy.DecodeYAMLFile(path, &s); err != nil {
 		return s, fmt.Errorf("%w: config %v", ErrConfig, err)
 	}
-	s.Dir = filepath.Dir(path)
+	s.Dir, s.File = filepath.Dir(path), path
 	return s, nil
 }
 
@@ -184,6 +188,10 @@ func New(ctx context.Context, s Settings) (_ *Built, err error) {
 	if err != nil {
 		return nil, err
 	}
+	governNotes, err := s.checkGoverningFiles(plan)
+	if err != nil {
+		return nil, err
+	}
 	b := &Built{}
 	defer func() {
 		if err != nil {
@@ -196,6 +204,7 @@ func New(ctx context.Context, s Settings) (_ *Built, err error) {
 	if b.Tools.Sandbox, b.Notes, err = openTier(ctx, s); err != nil {
 		return nil, err
 	}
+	b.Notes = append(b.Notes, governNotes...)
 	b.onClose(b.Tools.Sandbox.Close)
 	if b.Tools.Fetcher, err = fetcher(s); err != nil {
 		return nil, err

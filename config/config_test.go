@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestLoadReadsTheYAMLKeys(t *testing.T) {
 	s, err := config.Load(p)
 	want := config.Settings{Tier: "local", Root: "/tmp", Mode: "auto", Allow: []string{"write"}, FetchAllow: []string{"example.com"},
 		SearchURL: "http://s", Store: "a.db", DecisionTTL: "1h", Audit: "a.jsonl", Rules: "r.yaml", HTTP: ":1", HTTPTokenFile: "t", HTTPNoAuth: true,
-		PolicyFile: "p.yaml", Image: "img", Runtime: "podman", Dir: filepath.Dir(p)}
+		PolicyFile: "p.yaml", Image: "img", Runtime: "podman", Dir: filepath.Dir(p), File: p}
 	if err != nil || !reflect.DeepEqual(s, want) {
 		t.Errorf("Load = %+v, %v; want %+v", s, err, want)
 	}
@@ -236,8 +237,8 @@ func openFiles(t *testing.T) int {
 // A New that fails at a later step closes what the earlier ones opened
 // (the audit log, the sandbox): nothing stays open.
 func TestFailedNewLeaksNothing(t *testing.T) {
-	dir := t.TempDir()
-	audit := filepath.Join(dir, "audit.jsonl")
+	dir, state := t.TempDir(), t.TempDir()
+	audit := filepath.Join(state, "audit.jsonl")
 	// Warm up: the runtime's poller and the like open once, on first use.
 	open(t, config.Settings{Tier: "local", Root: dir, Audit: audit}).Close()
 	for name, s := range map[string]config.Settings{
@@ -245,7 +246,7 @@ func TestFailedNewLeaksNothing(t *testing.T) {
 		"the tier fails after the audit log":   {Tier: "container", Audit: audit},
 		"fetch fails after the sandbox":        {Tier: "local", Root: dir, Audit: audit, FetchAllow: []string{"http://x/y"}},
 		"search fails after the sandbox":       {Tier: "local", Root: dir, Audit: audit, SearchURL: "ftp://x"},
-		"the store's TTL fails after its open": {Tier: "local", Root: dir, Store: filepath.Join(dir, "a.db"), DecisionTTL: "-1h"},
+		"the store's TTL fails after its open": {Tier: "local", Root: dir, Store: filepath.Join(state, "a.db"), DecisionTTL: "-1h"},
 	} {
 		before := openFiles(t)
 		if b, err := config.New(bg, s); err == nil {
@@ -256,5 +257,59 @@ func TestFailedNewLeaksNothing(t *testing.T) {
 		if after := openFiles(t); after != before {
 			t.Errorf("%s: %d files open before New, %d after it failed", name, before, after)
 		}
+	}
+}
+
+// The approval store, the audit log and the rules file must lie outside
+// every path the agent's tools or sandboxes may change, or the agent
+// could approve its own requests (and name the person who did), erase
+// its traces or widen its rules; a settings file there gets a note. Found
+// by a red-team pass: edit_file on the store in the local tier's root,
+// and run_code's default sandbox writing the project, approved calls.
+func TestGoverningFilesOutsideWritablePaths(t *testing.T) {
+	root, state := t.TempDir(), t.TempDir()
+	os.Symlink(root, filepath.Join(state, "link-to-root"))
+	for _, c := range []struct {
+		name string
+		s    config.Settings
+		want string // "" when New must accept it
+	}{
+		{"store in the local root", config.Settings{Tier: "local", Root: root, Mode: "approve", Store: filepath.Join(root, "a.db")}, "approval store"},
+		{"store deeper in the local root", config.Settings{Tier: "local", Root: root, Mode: "approve", Store: filepath.Join(root, ".hutch", "a.db")}, "approval store"},
+		{"store through a link into the root", config.Settings{Tier: "local", Root: root, Mode: "approve", Store: filepath.Join(state, "link-to-root", "a.db")}, "approval store"},
+		{"audit in the local root", config.Settings{Tier: "local", Root: root, Audit: filepath.Join(root, "audit.jsonl")}, "audit log"},
+		{"rules in the local root", config.Settings{Tier: "local", Root: root, Rules: filepath.Join(root, "rules.yaml")}, "rules file"},
+		{"store in an isolated root", config.Settings{Tier: "isolated", Root: root, Mode: "approve", Store: filepath.Join(root, "a.db")}, "approval store"},
+		{"store beside the root", config.Settings{Tier: "local", Root: root, Mode: "approve", Store: filepath.Join(state, "a.db")}, ""},
+		{"store in a read-only virtual tier", config.Settings{Mode: "approve", Store: filepath.Join(state, "b.db")}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.want == "rules file" {
+				os.WriteFile(c.s.Rules, []byte("rules: []\n"), 0o644)
+			}
+			b, err := config.New(bg, c.s)
+			if err == nil {
+				b.Close()
+			}
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (!errors.Is(err, config.ErrConfig) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "outside")):
+				t.Fatalf("New = %v, want an ErrConfig naming the %s and the fix", err, c.want)
+			}
+		})
+	}
+	// A settings file in the project its sandbox writes: a note.
+	p := filepath.Join(root, "hutch.yaml")
+	os.WriteFile(p, []byte("tier: local\nroot: .\n"), 0o644)
+	s, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Root = root
+	b := open(t, s)
+	defer b.Close()
+	if !slices.ContainsFunc(b.Notes, func(n string) bool { return strings.Contains(n, "settings file") }) {
+		t.Errorf("notes %q, want one about the settings file", b.Notes)
 	}
 }

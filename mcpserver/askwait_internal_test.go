@@ -23,7 +23,7 @@ func TestUnansweredQuestionIsADenial(t *testing.T) {
 	questionTTL = 300 * time.Millisecond
 	t.Cleanup(func() { questionTTL = old })
 	dir := t.TempDir()
-	audit := filepath.Join(dir, "audit.jsonl")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl") // outside the root the tools write
 	cfg := OpenForTest(t, config.Settings{Tier: "local", Root: dir, Mode: "ask", Audit: audit})
 	srv, err := New(cfg)
 	if err != nil {

@@ -45,8 +45,8 @@ Over --http every request needs "Authorization: Bearer TOKEN". The token is
 read from --http-token-file (written there, mode 0600, when the file is
 missing), or made fresh and printed on stderr.`,
 		Example: `  hutch mcp --tier local --root ~/project --mode ask
-  hutch mcp --tier local --root . --mode approve --store approvals.db --audit audit.jsonl
-  hutch mcp --tier local --root . --rules rules.yaml --audit audit.jsonl
+  hutch mcp --tier local --root . --mode approve --store ~/.local/state/hutch/approvals.db --audit ~/.local/state/hutch/audit.jsonl
+  hutch mcp --tier local --root . --rules ~/.config/hutch/rules.yaml --audit ~/.local/state/hutch/audit.jsonl
   hutch mcp --http 127.0.0.1:8765 --http-token-file ~/.hutch-token --tier local --root . --mode auto
   hutch mcp --tier container --image debian:stable-slim --root . --mode auto
   hutch mcp --tier remote --server http://127.0.0.1:7777 --token-file ~/.hutch-serve-token --mode ask
