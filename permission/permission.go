@@ -123,6 +123,13 @@ type Request struct {
 	// person for this one call, in every mode, and the decision must be
 	// confirmed (Gate.Confirm) right before the run.
 	Escalation string
+	// EscalationPolicy, with Escalation, is what that sandbox is: a
+	// canonical form of its policy (run_code passes its normalized
+	// policy's JSON). An approval binds to it as to the name, so a
+	// sandbox whose definition changed after a person approved a call
+	// (its settings edited, the server restarted) runs nothing on that
+	// approval: the call waits for a person again.
+	EscalationPolicy string
 
 	// The fields below are what Rules match; they carry no weight in
 	// the mode's decision or in an approval's binding.

@@ -632,6 +632,10 @@ func TestRequestKeyCanonical(t *testing.T) {
 		"shifted tool":  with(func(r *permission.Request) { r.Tool = "write_files"; r.Scope = "" }),
 		"null args":     with(func(r *permission.Request) { r.Args = nil }),
 		"trailing path": with(func(r *permission.Request) { r.Args = json.RawMessage(`{"path":"café/","content":"x","n":1}`) }),
+		"escalation":    with(func(r *permission.Request) { r.Escalation = "wide" }),
+		// An escalation's approval binds to its sandbox's definition too:
+		// one edited after the approval runs nothing on it (a red-team pass).
+		"escalation, another policy": with(func(r *permission.Request) { r.Escalation, r.EscalationPolicy = "wide", `{"write":["/b"]}` }),
 	}
 	seen := map[string]string{k0: "base"}
 	for name, r := range differ {

@@ -163,7 +163,7 @@ func RequestKey(req Request) (string, error) {
 	parts := [][]byte{[]byte(req.Capability), []byte(req.Tool), []byte(req.Scope), args}
 	if req.Escalation != "" {
 		// Only escalations name a sandbox: every other key stays as it was.
-		parts = append(parts, []byte("escalation"), []byte(req.Escalation))
+		parts = append(parts, []byte("escalation"), []byte(req.Escalation), []byte(req.EscalationPolicy))
 	}
 	for _, part := range parts {
 		fmt.Fprintf(h, "%d:", len(part))

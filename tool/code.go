@@ -429,9 +429,14 @@ func (c *code) request(ts *Toolset, a codeArgs, lang Language) (permission.Reque
 		return permission.Request{}, err
 	}
 	detail := fmt.Sprintf("%s code in the default sandbox: %s", lang.Name, strconv.Quote(a.Code))
+	var escalation []byte
 	if a.Sandbox != "" {
 		p := c.escalate[a.Sandbox]
 		detail = fmt.Sprintf("%s code in sandbox %q (%s) because %s: %s", lang.Name, a.Sandbox, p.Summary(), strconv.Quote(a.Reason), strconv.Quote(a.Code))
+		// The approval binds to the sandbox as it is, not only its name.
+		if escalation, err = json.Marshal(p); err != nil {
+			return permission.Request{}, err
+		}
 	}
 	if len(a.Files) > 0 {
 		detail += fmt.Sprintf(" with files %s", strings.Join(a.Files, ", "))
@@ -439,7 +444,7 @@ func (c *code) request(ts *Toolset, a codeArgs, lang Language) (permission.Reque
 	if a.Timeout != nil {
 		detail += fmt.Sprintf(", timeout %vs", *a.Timeout)
 	}
-	return permission.Request{Capability: permission.Code, Tool: "run_code", Detail: detail, Args: args, Scope: ts.scope, Escalation: a.Sandbox}, nil
+	return permission.Request{Capability: permission.Code, Tool: "run_code", Detail: detail, Args: args, Scope: ts.scope, Escalation: a.Sandbox, EscalationPolicy: string(escalation)}, nil
 }
 
 // errTooBig refuses input files over MaxCodeInputBytes together.

@@ -267,6 +267,10 @@ func TestRunCodeEscalationAskedPerCall(t *testing.T) {
 	if len(asked) != 2 {
 		t.Fatalf("asked %d times, want once per escalated call", len(asked))
 	}
+	// The approval binds to the sandbox's definition, not its name alone.
+	if !strings.Contains(asked[1].EscalationPolicy, b.ws) {
+		t.Errorf("the request's sandbox policy %q does not hold the sandbox's writable path %s", asked[1].EscalationPolicy, b.ws)
+	}
 	q := tool.Question(asked[1])
 	for _, want := range []string{"python", "notes.md", "edit the notes", `"workspace"`, "Can change " + b.ws} {
 		if !strings.Contains(q, want) {
