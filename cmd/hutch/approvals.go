@@ -52,9 +52,9 @@ func newApprovalsCmd() *cobra.Command {
 				return nil
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tSTATUS\tCAPABILITY\tTOOL\tDETAIL\tCREATED")
+			fmt.Fprintln(w, "ID\tSTATUS\tCAPABILITY\tTOOL\tDETAIL\tCREATED\tARGUMENTS")
 			for _, a := range items {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Status, permission.Printable(string(a.Capability)), permission.Printable(a.Tool), permission.Printable(a.Detail), a.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Status, permission.Printable(string(a.Capability)), permission.Printable(a.Tool), permission.Printable(a.Detail), a.CreatedAt.Local().Format("2006-01-02 15:04:05"), listedArguments(a))
 			}
 			return w.Flush()
 		},
@@ -114,4 +114,24 @@ func newApprovalsCmd() *cobra.Command {
 	}
 	c.AddCommand(list, decide("approve", "Approve one pending request", true), decide("deny", "Deny one pending request", false), check)
 	return c
+}
+
+// maxListedArguments bounds the arguments a row of approvals list shows.
+const maxListedArguments = 200
+
+// listedArguments is a's arguments as approvals list shows them: every
+// argument decides what the call does (a shell tool's stdin, a write's
+// content, a timeout), and the detail names only the main one. Cut at
+// maxListedArguments bytes, saying how long they are (approvals list
+// --json shows them whole); always one printable line.
+func listedArguments(a permission.Approval) string {
+	s := string(a.Arguments)
+	if len(s) > maxListedArguments {
+		n := len(s)
+		if a.ArgumentsBytes > n {
+			n = a.ArgumentsBytes
+		}
+		s = fmt.Sprintf("%s... (%d bytes: --json shows them)", s[:maxListedArguments], n)
+	}
+	return permission.Printable(s)
 }

@@ -384,3 +384,31 @@ func TestApprovalsListEscapesControlChars(t *testing.T) {
 		}
 	}
 }
+
+// approvals list shows every argument of a request, not only the detail:
+// a shell call's stdin or a write's content decides what it does, and a
+// person approving from the table must see it. Long arguments are cut,
+// saying their size. Found by a red-team pass: two shell calls that
+// differed only by their stdin ("rm -rf ~") listed as the same row.
+func TestApprovalsListShowsTheArguments(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "a.db")
+	st, err := permission.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{`{"command":"sh","stdin":"rm -rf ~"}`, `{"command":"sh","stdin":"` + strings.Repeat("x", 500) + `"}`} {
+		_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: "sh", Tool: "shell", Args: json.RawMessage(args)})
+		var ar *permission.ApprovalRequiredError
+		if !errors.As(err, &ar) {
+			t.Fatalf("want approval required: %v", err)
+		}
+	}
+	code, out, _ := hutch(t, "", "approvals", "list", "--store", store)
+	if code != 0 || !strings.Contains(out, `"stdin":"rm -rf ~"`) || !strings.Contains(out, "bytes: --json shows them") || strings.Contains(out, strings.Repeat("x", 300)) {
+		t.Errorf("approvals list: %d %q", code, out)
+	}
+}
