@@ -330,14 +330,17 @@ func (s *FS) write(ctx context.Context, p string, r io.Reader, size, limit int64
 	if size > limit {
 		return tierkit.PathError("write", p, fmt.Errorf("%d bytes is over the %d byte limit: %w", size, limit, sandbox.ErrTooLarge))
 	}
+	// Held: a file may not take the name of a directory on the way to a
+	// protected path either (a .git file points git at a config of its
+	// own).
 	target, err := s.followLinks(rel)
 	if err != nil {
-		if perr := s.refuseProtected("write", p, rel, false, false); perr != nil {
+		if perr := s.refuseProtected("write", p, rel, false, true); perr != nil {
 			return perr // below a protected file, say: refused as such
 		}
 		return mapErr("write", p, err)
 	}
-	if err := s.refuseProtected("write", p, rel, false, false, target); err != nil {
+	if err := s.refuseProtected("write", p, rel, false, true, target); err != nil {
 		return err
 	}
 	if target == "." || dirOnly(p) {
@@ -360,6 +363,9 @@ func (s *FS) write(ctx context.Context, p string, r io.Reader, size, limit int64
 		return mapErr("write", p, err)
 	}
 	defer d.Close()
+	if err := s.checkPinned("write", p, d, dir); err != nil {
+		return err
+	}
 	mode := fs.FileMode(0o644)
 	if fi, err := d.Lstat(base); err == nil {
 		switch {

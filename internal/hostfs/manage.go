@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/internal/search"
 	"github.com/hutchsandbox/hutch/internal/tierkit"
 	"github.com/hutchsandbox/hutch/sandbox"
@@ -204,7 +206,7 @@ func (s *FS) Rename(ctx context.Context, from, to string) error {
 			return mapErr("rename", to, err)
 		}
 	}
-	if err := s.root.Rename(src, dst); err != nil {
+	if err := s.renamePinned(from, to, src, dst); err != nil {
 		inner := unwrapPathErr(err)
 		switch {
 		case errors.Is(inner, syscall.EISDIR), errors.Is(inner, syscall.ENOTEMPTY), errors.Is(inner, syscall.EEXIST):
@@ -213,6 +215,56 @@ func (s *FS) Rename(ctx context.Context, from, to string) error {
 			return tierkit.PathError("rename", to, fmt.Errorf("%s and %s are on different filesystems (mounts): copy and delete instead", from, to))
 		}
 		return mapErr("rename", from, err)
+	}
+	return nil
+}
+
+// renamePinned renames src to dst (root-relative, checked) through their
+// directories, pinned and judged again where they are (refusePinned): a
+// directory on either path swapped for a link to .git since the check
+// would otherwise move the agent's file onto .git/config. The rename
+// itself is renameat between the two pinned directories.
+func (s *FS) renamePinned(from, to, src, dst string) error {
+	sd, err := s.root.OpenRoot(path.Dir(src))
+	if err != nil {
+		return err
+	}
+	defer sd.Close()
+	dd, err := s.root.OpenRoot(path.Dir(dst))
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	// Each directory is judged where its links lead now, and the one
+	// pinned must be that directory, reached through no link: a swap
+	// after this is on a path the rename no longer uses.
+	for _, c := range []struct {
+		name, rel string
+		d         *os.Root
+	}{{from, src, sd}, {to, dst, dd}} {
+		dir, err := s.followLinks(path.Dir(c.rel))
+		if err != nil {
+			return err
+		}
+		if err := s.refuseProtected("rename", c.name, path.Join(dir, path.Base(c.rel)), false, true); err != nil {
+			return err
+		}
+		if err := s.checkPinned("rename", c.name, c.d, dir); err != nil {
+			return err
+		}
+	}
+	sf, err := sd.Open(".")
+	if err != nil {
+		return err
+	}
+	defer sf.Close()
+	df, err := dd.Open(".")
+	if err != nil {
+		return err
+	}
+	defer df.Close()
+	if err := unix.Renameat(int(sf.Fd()), path.Base(src), int(df.Fd()), path.Base(dst)); err != nil {
+		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: err}
 	}
 	return nil
 }

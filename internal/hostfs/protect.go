@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -74,6 +75,28 @@ func (s *FS) refuseProtected(op, p, rel string, follow, holding bool, also ...st
 		if e := s.protectedEntry(q, holding); e != "" {
 			return tierkit.PathError(op, p, fmt.Errorf("%w: %s stays read-only inside a writable directory (.git/hooks, .vscode and the like could run code outside the sandbox later); lift it with --unprotect %s (in a policy, unprotect: [%s])", sandbox.ErrProtected, e, e, e))
 		}
+	}
+	return nil
+}
+
+// checkPinned returns an error for op on p unless d, the directory the
+// operation pinned after it judged the root-relative dir (a path through
+// no symbolic link: followLinks resolved them), is still the directory at
+// dir reached through no symbolic link. A directory on the way swapped
+// for a link since the check (to .git, say) would lead d somewhere never
+// judged: the operation is refused then, and can be tried again. Without
+// protected paths there is nothing a swap inside the root could reach
+// that the check allowed elsewhere.
+func (s *FS) checkPinned(op, p string, d *os.Root, dir string) error {
+	if len(s.protected) == 0 {
+		return nil
+	}
+	changed, err := samePinned(s.root, d, dir)
+	if err != nil {
+		return mapErr(op, p, err)
+	}
+	if changed != nil {
+		return mapErr(op, p, fmt.Errorf("a directory on its path changed while it was used (now a symbolic link, or moved): try again: %w", changed))
 	}
 	return nil
 }

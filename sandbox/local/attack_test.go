@@ -1518,3 +1518,42 @@ func startSwapping(t *testing.T, a, b string) (stop func() int64) {
 		return n.Load()
 	}
 }
+
+// A directory of a write's or a move's path swapped for a link to .git
+// while the call runs never gets the agent's file into .git: the file
+// tools judge the path, then act in the directory they pinned only if it
+// is still that path's, through no link. Found by a red-team pass: a
+// move-only swap loop got write_file a/config onto .git/config, which the
+// host's next git status ran (core.fsmonitor).
+func TestAttackSwapIntoProtectedPath(t *testing.T) {
+	e := newAttackEnv(t, local.Options{})
+	e.file(t, ".git/HEAD", "ref: refs/heads/main\n") // no config, no hooks yet
+	e.file(t, "a/keep", "")
+	e.file(t, "other", "[core]\n\tfsmonitor = evil\n")
+	e.symlink(t, ".git", "b")
+	stop := startSwapping(t, e.host("a"), e.host("b")) // a: a directory, then a link to .git
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	var writes, moves, ok int
+	for time.Now().Before(deadline) {
+		if e.sb.Write(bg, "a/config", []byte("[core]\n\tfsmonitor = evil\n")) == nil {
+			ok++
+		}
+		writes++
+		if e.sb.Rename(bg, "other", "a/config") == nil {
+			ok++
+			// Put a source back for the next try.
+			os.WriteFile(e.host("other"), []byte("[core]\n\tfsmonitor = evil\n"), 0o644)
+		}
+		moves++
+	}
+	swaps := stop()
+	t.Logf("%d swaps, %d writes, %d moves, %d went through (into the real a/)", swaps, writes, moves, ok)
+	for _, p := range []string{".git/config", ".git/hooks"} {
+		if _, err := os.Lstat(e.host(p)); err == nil {
+			t.Errorf("%s was made through the swapped link", p)
+		}
+	}
+	if swaps < 100 || writes < 100 {
+		t.Errorf("race barely exercised: %d swaps, %d writes", swaps, writes)
+	}
+}

@@ -112,6 +112,11 @@ func RunProtected(t *testing.T, newSB ProtectedFactory) {
 					"move what holds it":    func() error { return sb.Rename(ctx, strings.Split(e, "/")[0], "held") },
 					"mkdir through a link":  func() error { return sb.Mkdir(ctx, link+"/sub") },
 					"write below it as dir": func() error { return sb.Write(ctx, e+"/y/z", []byte("planted")) },
+					// A file named as what holds it: a .git file (a gitfile)
+					// points git at a config and hooks of the agent's.
+					"write a file as what holds it, deeper": func() error {
+						return sb.Write(ctx, "deep/"+strings.Split(e, "/")[0], []byte("gitdir: elsewhere"))
+					},
 				}
 				for name, op := range ops {
 					err := op()

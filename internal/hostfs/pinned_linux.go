@@ -1,0 +1,52 @@
+package hostfs
+
+import (
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// samePinned reports whether d is the directory at dir (relative to
+// root) reached through no symbolic link and without leaving root:
+// the same device and inode. When it is not, changed says why: ELOOP (a
+// link on the way now), ENOTDIR, or fs.ErrNotExist (another directory,
+// or none, is there now).
+func samePinned(root, d *os.Root, dir string) (changed, err error) {
+	rf, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer rf.Close()
+	fd, err := unix.Openat2(int(rf.Fd()), dir, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	switch {
+	case err == unix.ELOOP || err == unix.EXDEV:
+		return unix.ELOOP, nil // a link on the way now
+	case err == unix.ENOTDIR:
+		return unix.ENOTDIR, nil
+	case err == unix.ENOENT:
+		return fs.ErrNotExist, nil
+	case err != nil:
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	df, err := d.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer df.Close()
+	var a, b unix.Stat_t
+	if err := unix.Fstat(fd, &a); err != nil {
+		return nil, err
+	}
+	if err := unix.Fstat(int(df.Fd()), &b); err != nil {
+		return nil, err
+	}
+	if a.Dev != b.Dev || a.Ino != b.Ino {
+		return fs.ErrNotExist, nil // another directory is there now
+	}
+	return nil, nil
+}
