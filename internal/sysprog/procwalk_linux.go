@@ -43,13 +43,30 @@ import (
 // process's last walk (lastWalk).
 func hostOnlyEntries(withHostNet bool, helpers int) ([]string, error) {
 	w := &procWalker{withHostNet: withHostNet, spare: make(chan struct{}, max(helpers, 0))}
+	var cachedEtc []string
 	for _, root := range walkRoots {
+		if root == "/etc" {
+			// The last walk of /etc, when nothing it watches changed
+			// (etcWatch); else a full one, which watches anew.
+			etcWatched.mu.Lock()
+			defer etcWatched.mu.Unlock()
+			var ok bool
+			if cachedEtc, ok = etcWatched.cached(); ok {
+				continue
+			}
+			etcWatched.begin()
+			w.etc = etcWatched
+		}
 		w.visit(root, false)
 	}
 	w.wg.Wait()
+	if w.etc != nil {
+		w.etc.finish(w.out, w.err)
+	}
 	if w.err != nil {
 		return nil, fmt.Errorf("walking %s for the entries only root may read: %w", strings.Join(walkRoots, " and "), w.err)
 	}
+	w.out = append(w.out, cachedEtc...)
 	slices.Sort(w.out)
 	setLastWalk(withHostNet, slices.Clone(w.out))
 	return w.out, nil
@@ -167,6 +184,7 @@ func lastWalk(withHostNet bool) ([]string, bool) {
 // places is free.
 type procWalker struct {
 	withHostNet bool
+	etc         *etcWatch // set while /etc is walked in full
 	spare       chan struct{}
 	wg          sync.WaitGroup
 	mu          sync.Mutex
@@ -204,6 +222,15 @@ func (w *procWalker) dir(dir string, readOnly bool) {
 		return
 	}
 	defer unix.Close(fd)
+	watched := w.etc != nil && (dir == "/etc" || strings.HasPrefix(dir, "/etc/"))
+	var dirStat unix.Stat_t
+	if watched {
+		w.etc.watch(dir) // before the listing: a change while it runs is an event
+		if err := unix.Fstat(fd, &dirStat); err != nil {
+			w.fail(&os.PathError{Op: "stat", Path: dir, Err: err})
+			return
+		}
+	}
 	var found, subdirs []string
 	err = eachDirent(fd, dir, func(name string, typ byte) error {
 		path := dir + "/" + name
@@ -221,6 +248,9 @@ func (w *procWalker) dir(dir string, readOnly bool) {
 				return nil
 			}
 			return &os.PathError{Op: "stat", Path: path, Err: err}
+		}
+		if watched && needsRecheck(&st, uint64(dirStat.Dev)) {
+			w.etc.note(path, &st)
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:

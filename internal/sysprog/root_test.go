@@ -155,3 +155,67 @@ func BenchmarkHostOnlyEntries(b *testing.B) {
 		_, _ = hostOnlyEntries(false, procWalkers)
 	}
 }
+
+// A process's later walks of /etc come from its last one while nothing
+// there changed, and walk again when something did: a file made
+// root-only (chmod), a new root-only file, a chmod through another hard
+// link of a file (which no watch on /etc sees), a new directory.
+func TestEtcWalkCachedUntilSomethingChanges(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root (only root walks, and makes files in /etc)")
+	}
+	dir := fmt.Sprintf("/etc/hutch-test-watch-%d", os.Getpid())
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	open := dir + "/open"
+	os.WriteFile(open, []byte("x"), 0o644)
+	walk := func() ([]string, int) {
+		t.Helper()
+		list, err := hostOnlyEntries(false, procWalkers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		etcWatched.mu.Lock()
+		defer etcWatched.mu.Unlock()
+		return list, etcWatched.walks
+	}
+	_, n0 := walk()
+	list, n1 := walk()
+	if n1 != n0 || slices.Contains(list, open) {
+		t.Fatalf("a second walk with nothing changed: %d full walks after %d, %s listed: %v", n1, n0, open, slices.Contains(list, open))
+	}
+	steps := []struct {
+		name   string
+		change func() error
+		hidden string
+	}{
+		{"chmod 0600", func() error { return os.Chmod(open, 0o600) }, open},
+		{"a new root-only file", func() error { return os.WriteFile(dir+"/new", []byte("k"), 0o600) }, dir + "/new"},
+		{"a new root-only directory", func() error { return os.Mkdir(dir+"/d", 0o700) }, dir + "/d"},
+	}
+	// A hard link outside /etc, on its filesystem: a chmod through it is
+	// seen by no watch on /etc.
+	other := fmt.Sprintf("/var/tmp/hutch-test-link-%d", os.Getpid())
+	os.WriteFile(dir+"/linked", []byte("l"), 0o644)
+	if err := os.Link(dir+"/linked", other); err == nil {
+		t.Cleanup(func() { os.Remove(other) })
+		walk() // the link is noted (the walk before it saw one name only)
+		steps = append(steps, struct {
+			name   string
+			change func() error
+			hidden string
+		}{"chmod through another hard link", func() error { return os.Chmod(other, 0o600) }, dir + "/linked"})
+	} else {
+		t.Logf("no hard link of /etc from /var/tmp here (%v): that step is not tried", err)
+	}
+	for _, s := range steps {
+		if err := s.change(); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := walk(); !slices.Contains(list, s.hidden) {
+			t.Errorf("after %s, %s is not listed", s.name, s.hidden)
+		}
+	}
+}
