@@ -77,13 +77,19 @@ func (e *etcWatch) cached() (list []string, ok bool) {
 }
 
 // begin starts a full walk: a fresh inotify instance (the last one's
-// watches dropped with it).
+// watches dropped with it). A process's first walk sets no watch: setting
+// one on each of /etc's directories costs several times the walk itself
+// (about 15 ms here), which a process that starts one sandbox (hutch
+// run) would pay for nothing; its second walk sets them.
 func (e *etcWatch) begin() {
 	if e.fd >= 0 {
 		unix.Close(e.fd)
 	}
 	e.fd, e.broken, e.recheck = -1, false, map[string]statID{}
 	e.walks++
+	if e.walks == 1 {
+		return
+	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		e.broken = true
