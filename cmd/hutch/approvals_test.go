@@ -20,15 +20,7 @@ import (
 // shell request and returns its id.
 func approveModeStore(t *testing.T, dir string) (string, *permission.Store, func(detail string) string) {
 	t.Helper()
-	store := filepath.Join(dir, "a.db")
-	st, err := permission.OpenStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, st, g := approveGate(t, dir)
 	return store, st, func(detail string) string {
 		_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: detail, Tool: "shell", Args: json.RawMessage(`{"command":"` + detail + `"}`)})
 		var ar *permission.ApprovalRequiredError
@@ -323,17 +315,9 @@ func TestApprovalsCommandsOnBadStores(t *testing.T) {
 		}
 	}
 
-	store := filepath.Join(dir, "a.db")
-	st, err := permission.OpenStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _, g := approveGate(t, dir)
 	evil := "ls\r\x1b[2Kecho harmless\n"
-	_, err = g.Check(context.Background(), permission.Request{Capability: permission.Shell, Tool: "shell\x1b[8m", Detail: evil, Args: json.RawMessage(`{}`)})
+	_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Tool: "shell\x1b[8m", Detail: evil, Args: json.RawMessage(`{}`)})
 	var ar *permission.ApprovalRequiredError
 	if !errors.As(err, &ar) {
 		t.Fatal(err)
@@ -353,18 +337,10 @@ func TestApprovalsCommandsOnBadStores(t *testing.T) {
 // escapes are escaped, so an agent cannot make "rm -rf ~" render as
 // "echo ok" in the very table a human approves from.
 func TestApprovalsListEscapesControlChars(t *testing.T) {
-	store := filepath.Join(t.TempDir(), "a.db")
-	st, err := permission.OpenStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _, g := approveGate(t, t.TempDir())
 	cmdline := "rm -rf ~ #" + strings.Repeat("\b", 10) + "\x1b[2K\x1b[1Gecho ok"
 	args, _ := json.Marshal(map[string]string{"command": cmdline})
-	_, err = g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: cmdline, Tool: "shell", Args: args})
+	_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: cmdline, Tool: "shell", Args: args})
 	var ar *permission.ApprovalRequiredError
 	if !errors.As(err, &ar) {
 		t.Fatalf("want approval required: %v", err)
@@ -391,15 +367,7 @@ func TestApprovalsListEscapesControlChars(t *testing.T) {
 // saying their size. Found by a red-team pass: two shell calls that
 // differed only by their stdin ("rm -rf ~") listed as the same row.
 func TestApprovalsListShowsTheArguments(t *testing.T) {
-	store := filepath.Join(t.TempDir(), "a.db")
-	st, err := permission.OpenStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _, g := approveGate(t, t.TempDir())
 	for _, args := range []string{`{"command":"sh","stdin":"rm -rf ~"}`, `{"command":"sh","stdin":"` + strings.Repeat("x", 500) + `"}`} {
 		_, err := g.Check(context.Background(), permission.Request{Capability: permission.Shell, Detail: "sh", Tool: "shell", Args: json.RawMessage(args)})
 		var ar *permission.ApprovalRequiredError
@@ -411,4 +379,20 @@ func TestApprovalsListShowsTheArguments(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"stdin":"rm -rf ~"`) || !strings.Contains(out, "bytes: --json shows them") || strings.Contains(out, strings.Repeat("x", 300)) {
 		t.Errorf("approvals list: %d %q", code, out)
 	}
+}
+
+// approveGate makes an approval store in dir and returns its path, the
+// store and an approve-mode gate on it.
+func approveGate(t *testing.T, dir string) (string, *permission.Store, *permission.Gate) {
+	t.Helper()
+	store := filepath.Join(dir, "a.db")
+	st, err := permission.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := permission.New(permission.Config{Mode: permission.Approve, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, st, g
 }
