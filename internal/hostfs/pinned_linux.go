@@ -3,6 +3,7 @@ package hostfs
 import (
 	"io/fs"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +23,11 @@ func samePinned(root, d *os.Root, dir string) (changed, err error) {
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
+	if err == unix.ENOSYS || err == unix.EPERM {
+		// No openat2 (an old kernel, a container runtime's filter): the
+		// same walk one name at a time, none of them followed.
+		fd, err = openNoLinks(int(rf.Fd()), dir)
+	}
 	switch {
 	case err == unix.ELOOP || err == unix.EXDEV:
 		return unix.ELOOP, nil // a link on the way now
@@ -49,4 +55,30 @@ func samePinned(root, d *os.Root, dir string) (changed, err error) {
 		return fs.ErrNotExist, nil // another directory is there now
 	}
 	return nil, nil
+}
+
+// openNoLinks opens the directory at dir (clean, relative, no "..")
+// below the directory open at at, following no symbolic link on the way:
+// openat2's RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, a name at a time.
+func openNoLinks(at int, dir string) (int, error) {
+	fd, err := unix.Openat(at, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, name := range strings.Split(dir, "/") {
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			unix.Close(fd)
+			return -1, unix.EXDEV // never in a judged path: refuse as a climb out
+		}
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err // ENOTDIR for a link (O_PATH|O_NOFOLLOW opens the link, not a directory)
+		}
+		fd = next
+	}
+	return fd, nil
 }
