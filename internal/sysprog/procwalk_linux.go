@@ -43,19 +43,22 @@ import (
 // process's last walk (lastWalk).
 func hostOnlyEntries(withHostNet bool, helpers int) ([]string, error) {
 	w := &procWalker{withHostNet: withHostNet, spare: make(chan struct{}, max(helpers, 0))}
+	// The last walk of /etc, when nothing it watches changed (etcWatch);
+	// else a full one, which watches anew. Decided before any goroutine
+	// of the walk starts: they read w.etc.
 	var cachedEtc []string
-	for _, root := range walkRoots {
-		if root == "/etc" {
-			// The last walk of /etc, when nothing it watches changed
-			// (etcWatch); else a full one, which watches anew.
-			etcWatched.mu.Lock()
-			defer etcWatched.mu.Unlock()
-			var ok bool
-			if cachedEtc, ok = etcWatched.cached(); ok {
-				continue
-			}
+	etcCached := false
+	if slices.Contains(walkRoots, "/etc") {
+		etcWatched.mu.Lock()
+		defer etcWatched.mu.Unlock()
+		if cachedEtc, etcCached = etcWatched.cached(); !etcCached {
 			etcWatched.begin()
 			w.etc = etcWatched
+		}
+	}
+	for _, root := range walkRoots {
+		if root == "/etc" && etcCached {
+			continue
 		}
 		w.visit(root, false)
 	}
