@@ -148,11 +148,12 @@ func TestPidsLimit(t *testing.T) {
 			t.Errorf("pids.max = %q, want 96", r.Stdout)
 		}
 		r = run(t, sb, sandbox.Command{Shell: "bomb() { bomb | bomb & }; bomb; sleep 60", Timeout: 4 * time.Second})
-		// The bomb must end: by the timeout, or (seen once in CI on the
-		// helper path: the reaper, a Go process, died, most likely for
-		// want of a thread) killed before it, which the result must then
-		// put down to the process limit.
-		if !r.TimedOut && (r.Signal != "SIGKILL" || r.Limit != "pids") {
+		// The bomb must end: by the timeout, or before it, which the
+		// result must then put down to the process limit: killed (seen in
+		// CI on the helper path: the reaper, a Go process, died, most
+		// likely for want of a thread), or the shell giving up when it
+		// could not fork (seen in CI under load: exit 2).
+		if !r.TimedOut && r.Limit != "pids" {
 			t.Errorf("fork bomb: timed out %v, exit %d, signal %q, limit %q", r.TimedOut, r.ExitCode, r.Signal, r.Limit)
 		}
 		mode, _ := sb.Mode()
