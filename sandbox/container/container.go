@@ -754,8 +754,17 @@ func (s *Sandbox) Close() error {
 	if w != nil {
 		w.stop()
 	}
-	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such") {
+	if err != nil && !removedAlready(err) {
 		return fmt.Errorf("removing container %s: %w", s.o.Name, err)
 	}
 	return nil
+}
+
+// removedAlready reports whether a runtime's error removing a container
+// says it is gone, or on its way out (Docker removes a --rm container
+// killed from outside itself, and refuses a second removal meanwhile):
+// what a removal wants either way.
+func removedAlready(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "no such") || strings.Contains(msg, "removal of container") && strings.Contains(msg, "already in progress")
 }

@@ -66,7 +66,7 @@ func GC(ctx context.Context, opts GCOptions) ([]Orphan, error) {
 func (s *Sandbox) remove(ctx context.Context, orphans []Orphan) ([]Orphan, error) {
 	var removed []Orphan
 	for _, c := range orphans {
-		if _, err := s.run(ctx, nil, s.o.RemoveArgs(c.ID)...); err != nil && !strings.Contains(strings.ToLower(err.Error()), "no such") {
+		if _, err := s.run(ctx, nil, s.o.RemoveArgs(c.ID)...); err != nil && !removedAlready(err) {
 			return removed, fmt.Errorf("gc: removing container %s: %w", c.Name, err)
 		}
 		removed = append(removed, c)
