@@ -616,27 +616,6 @@ func TestRunKeepsMissingProtectedPaths(t *testing.T) {
 	}
 }
 
-// makeProtected makes every default protected path in dir: the
-// directories as directories (.git/hooks, .vscode...), the rest as files.
-func makeProtected(t *testing.T, dir string) {
-	t.Helper()
-	for _, e := range policy.DefaultProtected {
-		p := filepath.Join(dir, e)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if e == ".git/hooks" || !strings.Contains(path.Base(e), ".") || slices.Contains([]string{".vscode", ".idea", ".claude", ".codex", ".gemini"}, e) {
-			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte("original\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // A start directory deeper in a writable path keeps its protected paths
 // as the top of the writable path does: it cannot be moved aside (where
 // its protected paths would be at names nothing keeps) nor can any
@@ -677,9 +656,9 @@ echo '#!/bin/sh' > .git/hooks/pre-commit; echo '{}' > .mcp.json; echo RAN`
 			case "l":
 				os.Symlink("real", filepath.Join(e.work, "l"))
 			}
-			makeProtected(t, e.work)
+			sandboxtest.MakeProtected(t, e.work)
 			if c.all {
-				makeProtected(t, real)
+				sandboxtest.MakeProtected(t, real)
 			} else {
 				os.WriteFile(filepath.Join(real, ".bashrc"), []byte("original\n"), 0o644)
 			}

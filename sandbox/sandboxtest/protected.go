@@ -39,16 +39,28 @@ func seedProtected(t *testing.T, dir string, existing bool) {
 	must(os.WriteFile(filepath.Join(dir, "other"), []byte("other"), 0o644))
 	for i, e := range policy.DefaultProtected {
 		must(os.Symlink(e, filepath.Join(dir, fmt.Sprintf("ln-%d", i))))
-		if !existing {
-			continue
-		}
+	}
+	if existing {
+		MakeProtected(t, dir)
+	}
+}
+
+// MakeProtected makes every default protected path in dir: a directory
+// holding a file "keep", or a file holding "seed".
+func MakeProtected(t *testing.T, dir string) {
+	t.Helper()
+	for _, e := range policy.DefaultProtected {
 		p := filepath.Join(dir, e)
+		var err error
 		if protectedDirs[e] {
-			must(os.MkdirAll(p, 0o755))
-			must(os.WriteFile(filepath.Join(p, "keep"), []byte("seed"), 0o755))
-		} else {
-			must(os.MkdirAll(filepath.Dir(p), 0o755))
-			must(os.WriteFile(p, []byte("seed"), 0o644))
+			if err = os.MkdirAll(p, 0o755); err == nil {
+				err = os.WriteFile(filepath.Join(p, "keep"), []byte("seed"), 0o755)
+			}
+		} else if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			err = os.WriteFile(p, []byte("seed"), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }
