@@ -363,7 +363,7 @@ func (s *FS) write(ctx context.Context, p string, r io.Reader, size, limit int64
 		return mapErr("write", p, err)
 	}
 	defer d.Close()
-	if err := s.checkPinned("write", p, d, dir); err != nil {
+	if err := s.checkPinnedRoot("write", p, d, dir); err != nil {
 		return err
 	}
 	mode := fs.FileMode(0o644)

@@ -225,23 +225,23 @@ func (s *FS) Rename(ctx context.Context, from, to string) error {
 // would otherwise move the agent's file onto .git/config. The rename
 // itself is renameat between the two pinned directories.
 func (s *FS) renamePinned(from, to, src, dst string) error {
-	sd, err := s.root.OpenRoot(path.Dir(src))
+	sf, err := s.root.Open(path.Dir(src))
 	if err != nil {
 		return err
 	}
-	defer sd.Close()
-	dd, err := s.root.OpenRoot(path.Dir(dst))
+	defer sf.Close()
+	df, err := s.root.Open(path.Dir(dst))
 	if err != nil {
 		return err
 	}
-	defer dd.Close()
+	defer df.Close()
 	// Each directory is judged where its links lead now, and the one
 	// pinned must be that directory, reached through no link: a swap
 	// after this is on a path the rename no longer uses.
 	for _, c := range []struct {
 		name, rel string
-		d         *os.Root
-	}{{from, src, sd}, {to, dst, dd}} {
+		f         *os.File
+	}{{from, src, sf}, {to, dst, df}} {
 		dir, err := s.followLinks(path.Dir(c.rel))
 		if err != nil {
 			return err
@@ -249,20 +249,10 @@ func (s *FS) renamePinned(from, to, src, dst string) error {
 		if err := s.refuseProtected("rename", c.name, path.Join(dir, path.Base(c.rel)), false, true); err != nil {
 			return err
 		}
-		if err := s.checkPinned("rename", c.name, c.d, dir); err != nil {
+		if err := s.checkPinned("rename", c.name, c.f, dir); err != nil {
 			return err
 		}
 	}
-	sf, err := sd.Open(".")
-	if err != nil {
-		return err
-	}
-	defer sf.Close()
-	df, err := dd.Open(".")
-	if err != nil {
-		return err
-	}
-	defer df.Close()
 	if err := unix.Renameat(int(sf.Fd()), path.Base(src), int(df.Fd()), path.Base(dst)); err != nil {
 		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: err}
 	}

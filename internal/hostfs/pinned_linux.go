@@ -13,7 +13,7 @@ import (
 // the same device and inode. When it is not, changed says why: ELOOP (a
 // link on the way now), ENOTDIR, or fs.ErrNotExist (another directory,
 // or none, is there now).
-func samePinned(root, d *os.Root, dir string) (changed, err error) {
+func samePinned(root *os.Root, d *os.File, dir string) (changed, err error) {
 	rf, err := root.Open(".")
 	if err != nil {
 		return nil, err
@@ -39,16 +39,11 @@ func samePinned(root, d *os.Root, dir string) (changed, err error) {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
-	df, err := d.Open(".")
-	if err != nil {
-		return nil, err
-	}
-	defer df.Close()
 	var a, b unix.Stat_t
 	if err := unix.Fstat(fd, &a); err != nil {
 		return nil, err
 	}
-	if err := unix.Fstat(int(df.Fd()), &b); err != nil {
+	if err := unix.Fstat(int(d.Fd()), &b); err != nil {
 		return nil, err
 	}
 	if a.Dev != b.Dev || a.Ino != b.Ino {

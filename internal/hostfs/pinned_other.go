@@ -6,4 +6,4 @@ import "os"
 
 // samePinned cannot tell here (no openat2): the check before the open
 // stands alone.
-func samePinned(_, _ *os.Root, _ string) (changed, err error) { return nil, nil }
+func samePinned(*os.Root, *os.File, string) (changed, err error) { return nil, nil }

@@ -87,7 +87,7 @@ func (s *FS) refuseProtected(op, p, rel string, follow, holding bool, also ...st
 // judged: the operation is refused then, and can be tried again. Without
 // protected paths there is nothing a swap inside the root could reach
 // that the check allowed elsewhere.
-func (s *FS) checkPinned(op, p string, d *os.Root, dir string) error {
+func (s *FS) checkPinned(op, p string, d *os.File, dir string) error {
 	if len(s.protected) == 0 {
 		return nil
 	}
@@ -99,4 +99,17 @@ func (s *FS) checkPinned(op, p string, d *os.Root, dir string) error {
 		return mapErr(op, p, fmt.Errorf("a directory on its path changed while it was used (now a symbolic link, or moved): try again: %w", changed))
 	}
 	return nil
+}
+
+// checkPinnedRoot is checkPinned for a directory pinned as an os.Root.
+func (s *FS) checkPinnedRoot(op, p string, d *os.Root, dir string) error {
+	if len(s.protected) == 0 {
+		return nil
+	}
+	f, err := d.Open(".")
+	if err != nil {
+		return mapErr(op, p, err)
+	}
+	defer f.Close()
+	return s.checkPinned(op, p, f, dir)
 }
